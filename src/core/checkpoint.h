@@ -1,0 +1,39 @@
+#pragma once
+// One archive per checkpoint: model parameters + buffers, optimizer state, the RNG state and a
+// JSON "meta" string (resolved model config under "model", plus whatever the trainer adds:
+// train config, step, epoch, data position). Written atomically (temporary file, then rename).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/language_model.h"
+
+namespace torch {
+namespace optim {
+class Optimizer;
+}
+}  // namespace torch
+
+namespace grassaudit {
+
+void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
+                     const nlohmann::json& meta);
+
+struct LoadedCheckpoint {
+  nlohmann::json meta;  // includes "model" (the config the model was built from)
+  ModelConfig config;
+  LanguageModel model{nullptr};
+};
+
+// Builds the model from the stored config and loads its weights. InputError (naming the file)
+// when the file is missing, truncated, corrupt or not a grassaudit checkpoint.
+LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// Restores optimizer state and the global CPU RNG state saved with the checkpoint.
+void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer);
+
+// SHA-256 over every parameter and buffer (name, shape, dtype, raw bytes) in module order:
+// the identity of "the exact weights" the audit ran on.
+std::string weights_sha256(torch::nn::Module& module);
+
+}  // namespace grassaudit

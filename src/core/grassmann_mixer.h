@@ -1,0 +1,60 @@
+#pragma once
+// The Causal Grassmann mixing layer (SPEC.md section 1), parameterised by pairing direction:
+//   future: the paper read literally, pairs (z_t, z_{t+D}) for t + D <= L  (leaks the future)
+//   past:   the reproductions' reading, pairs (z_t, z_{t-D}) for t - D >= 1 (causal)
+// Two paths with identical parameters:
+//   forward()         fast path: one Pluecker projection per token, via the identity
+//                     mean_D W p_hat(z_t, z_D) = W (z_t ^ c_t), c_t = mean_D z_D / ||z_t ^ z_D||
+//   forward_literal() the reference: one 496-wide Pluecker tensor and projection per offset.
+// Tests hold fast == literal to 1e-5 (float32) and 1e-12 (float64), outputs and gradients.
+#include <string>
+#include <vector>
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "core/token_mixer.h"
+
+namespace grassaudit {
+
+enum class PairDirection { kFuture, kPast };
+
+struct GrassmannOptions {
+  int64_t d_model = 256;
+  int64_t rank = 32;
+  std::vector<int64_t> offsets{1};
+  PairDirection direction = PairDirection::kPast;
+  double eps = 1e-8;
+  double dropout = 0.1;
+  bool literal = false;  // forward() runs the literal reference path
+};
+
+class GrassmannMixerImpl : public TokenMixerImpl {
+ public:
+  explicit GrassmannMixerImpl(const GrassmannOptions& options);
+
+  torch::Tensor forward(const torch::Tensor& h) override;
+  torch::Tensor forward_fast(const torch::Tensor& h);
+  torch::Tensor forward_literal(const torch::Tensor& h);
+  std::string name() const override;
+  std::string reads() const override;
+  const GrassmannOptions& options() const { return options_; }
+
+  // g_t, the geometric feature before the gate ([B, L, d]); exposed for tests and audit taps.
+  torch::Tensor geometry_fast(const torch::Tensor& z);
+  torch::Tensor geometry_literal(const torch::Tensor& z);
+
+ private:
+  torch::Tensor gate_blend(const torch::Tensor& h, const torch::Tensor& g);
+
+  GrassmannOptions options_;
+  torch::nn::Linear reduce_{nullptr};   // W_red: d -> r
+  torch::nn::Linear plucker_{nullptr};  // W_plu: C(r,2) -> d, shared by all offsets
+  torch::nn::Linear gate_{nullptr};     // W_gate: 2d -> d
+  torch::nn::LayerNorm norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+  torch::Tensor pair_i_, pair_j_;       // Pluecker index pairs [C(r,2)] int64
+};
+
+}  // namespace grassaudit

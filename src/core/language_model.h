@@ -1,0 +1,64 @@
+#pragma once
+// Decoder-only language model shared by every mixer:
+//   h0 = E[x] + P[pos]  ->  N x Block(mixer, FFN)  ->  LayerNorm  ->  logits = h E^T (tied, no bias)
+// Block: hhat = mixer(h) (the mixer normalises: Grassmann gated blend + LN + dropout, or
+// post-norm attention), then h' = LayerNorm(hhat + dropout(W2 GELU(W1 hhat))).
+// register_module names are checkpoint keys: keep them stable.
+#include <memory>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "core/model_config.h"
+#include "core/token_mixer.h"
+
+namespace grassaudit {
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& cfg, int64_t layer);
+  // h: [B, L, d] -> [B, L, d]
+  torch::Tensor forward(const torch::Tensor& h);
+  TokenMixerImpl& mixer() { return *mixer_; }
+
+ private:
+  std::shared_ptr<TokenMixerImpl> mixer_;
+  torch::nn::Linear ffn_in_{nullptr}, ffn_out_{nullptr};
+  torch::nn::LayerNorm ffn_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(Block);
+
+class LanguageModelImpl : public torch::nn::Module {
+ public:
+  explicit LanguageModelImpl(const ModelConfig& cfg);
+
+  // ids: [B, L] int64 -> logits [B, L, V]
+  torch::Tensor forward(const torch::Tensor& ids);
+  // ids -> E[x]: [B, L, d] (the "input embeddings" the gradient audit differentiates against)
+  torch::Tensor embed_tokens(const torch::Tensor& ids);
+  // E[x]: [B, L, d] -> final hidden state after the last LayerNorm [B, L, d]
+  torch::Tensor hidden_from_embeddings(const torch::Tensor& tok);
+  // final hidden [B, L, d] -> logits [B, L, V] (position-wise; tied to E)
+  torch::Tensor head(const torch::Tensor& hidden);
+
+  const ModelConfig& config() const { return cfg_; }
+  int64_t parameter_count() const;
+  torch::nn::ModuleList& blocks() { return blocks_; }
+
+ private:
+  ModelConfig cfg_;
+  torch::nn::Embedding tok_emb_{nullptr}, pos_emb_{nullptr};
+  torch::nn::Dropout emb_dropout_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  torch::nn::LayerNorm final_norm_{nullptr};
+};
+TORCH_MODULE(LanguageModel);
+
+}  // namespace grassaudit

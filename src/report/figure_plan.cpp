@@ -1,0 +1,216 @@
+#include "report/figure_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report/format.h"
+
+namespace grassaudit {
+namespace {
+
+constexpr double kLogFloor = -12.0;  // leak-map colour floor: log10 of the relative effect
+constexpr double kLogCeil = 1.0;
+
+// gnuplot single-quoted string: no escapes, a quote is doubled.
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// Emits `body` once per terminal; each output lands in out/<stem>.{png,svg}.
+std::string both_terminals(const std::string& stem, const std::string& body, int width,
+                           int height) {
+  std::string out;
+  out += "reset\n";
+  out += fmt::format("set terminal pngcairo size {},{} font 'DejaVu Sans,10' noenhanced\n", width,
+                     height);
+  out += "set output " + q("out/" + stem + ".png") + "\n" + body + "unset output\n";
+  out += "reset\n";
+  out += fmt::format("set terminal svg size {},{} font 'DejaVu Sans,10' noenhanced\n", width,
+                     height);
+  out += "set output " + q("out/" + stem + ".svg") + "\n" + body + "unset output\n";
+  return out;
+}
+
+// Unique, file-safe stems for run names (sorted input gives stable suffixes).
+std::map<std::string, std::string> run_stems(const std::vector<RunRecord>& runs) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> used;
+  for (const auto& r : runs) {
+    std::string stem = file_stem(r.name);
+    std::string candidate = stem;
+    for (int i = 2; used.count(candidate); ++i) candidate = stem + "-" + std::to_string(i);
+    used.insert(candidate);
+    out[r.name] = candidate;
+  }
+  return out;
+}
+
+void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
+              const std::map<std::string, std::string>& stems, FigurePlan& plan) {
+  std::vector<std::string> plots;
+  std::set<std::pair<long long, long long>> settings;  // (layers, L) of plotted runs
+  int colour = 0;
+  for (const auto& r : runs) {
+    if (r.task != "lm" || r.evals.empty()) continue;
+    ++colour;
+    const bool unaudited = standing_of(r) == Standing::kUnaudited;
+    for (int quarantined = 0; quarantined < 2; ++quarantined) {
+      std::string data;
+      for (const auto& p : r.evals) {
+        if (p.quarantined == static_cast<bool>(quarantined)) {
+          data += fmt::format("{:.6g} {:.6g}\n", p.epoch, p.ppl);
+        }
+      }
+      if (data.empty()) continue;
+      const std::string file =
+          "ppl-" + stems.at(r.name) + (quarantined ? "-quarantined" : "") + ".dat";
+      plan.data_files.emplace_back(file, data);
+      std::string title = r.name;
+      if (quarantined) title += " QUARANTINED (leaky)";
+      if (unaudited && !quarantined) title += " (not audited)";
+      plots.push_back(fmt::format("{} using 1:2 with linespoints lc {} lw 2 pt 7 ps 0.6 dt {} title {}",
+                                  q("data/" + file), colour,
+                                  quarantined ? 2 : (unaudited ? 3 : 1), q(title)));
+    }
+    if (r.layers && r.seq_len) settings.insert({*r.layers, *r.seq_len});
+  }
+  if (plots.empty()) return;
+  for (const auto& p : pub.lm) {
+    if (p.schedule != "first" || !settings.count({p.layers, p.seq_len})) continue;
+    plots.push_back(fmt::format("{} with lines lc rgb 'gray30' dt 3 lw 2 title {}", p.val_ppl,
+                                q("paper " + p.model + " L" + std::to_string(p.seq_len) + "/" +
+                                  std::to_string(p.layers) + ": " + p.val_ppl_text)));
+  }
+  std::string body;
+  body += "set title 'Validation perplexity per epoch (dashed: QUARANTINED, leaky weights)'\n";
+  body += "set xlabel 'epoch'\nset ylabel 'validation perplexity (log scale)'\n";
+  body += "set logscale y\nset grid\nset key outside right top\n";
+  body += "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
+  body += "\n";
+  plan.script += both_terminals("ppl", body, 1000, 540);
+  plan.figures.push_back(
+      {"ppl", "Validation perplexity per epoch",
+       "From each run's metrics.jsonl (validation evaluations). Dashed lines are QUARANTINED: "
+       "perplexities of weights the audit found leaky, not valid perplexities. Dotted grey "
+       "lines: the paper's numbers at the same L and depth."});
+}
+
+void plan_leak_maps(const std::vector<RunRecord>& runs,
+                    const std::map<std::string, std::string>& stems, FigurePlan& plan) {
+  for (const auto& r : runs) {
+    if (!r.leak_map || r.leak_map->cells.empty()) continue;
+    const LeakMap& m = *r.leak_map;
+    long long d_max = 1;
+    long long t_max = m.seq_len - 1;
+    for (const auto& c : m.cells) {
+      d_max = std::max(d_max, c.d);
+      t_max = std::max(t_max, c.t);
+    }
+    // Dense grid; NaN (blank) where nothing was measured.
+    const long long nt = t_max + 1;
+    std::vector<double> grid(static_cast<size_t>(nt * d_max), std::nan(""));
+    for (const auto& c : m.cells) {
+      const double v = c.effect > 0
+                           ? std::min(kLogCeil, std::max(kLogFloor, std::log10(c.effect)))
+                           : kLogFloor;
+      double& cell = grid[static_cast<size_t>(c.t * d_max + (c.d - 1))];
+      cell = std::isnan(cell) ? v : std::max(cell, v);
+    }
+    std::string data;
+    for (long long t = 0; t < nt; ++t) {
+      for (long long d = 1; d <= d_max; ++d) {
+        const double v = grid[static_cast<size_t>(t * d_max + (d - 1))];
+        data += std::isnan(v) ? fmt::format("{} {} NaN\n", t, d)
+                              : fmt::format("{} {} {:.4f}\n", t, d, v);
+      }
+      data += "\n";
+    }
+    const std::string stem = "leakmap-" + stems.at(r.name);
+    plan.data_files.emplace_back(stem + ".dat", data);
+
+    std::string verdict = r.audit.verdict.empty() ? "not audited" : r.audit.verdict;
+    std::transform(verdict.begin(), verdict.end(), verdict.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    std::string title = r.name + ": leak map, " + verdict;
+    if (r.audit.leak_horizon) title += ", horizon " + std::to_string(*r.audit.leak_horizon);
+    std::string body;
+    body += "set title " + q(title) + "\n";
+    body += "set xlabel 'output position t (0-based)'\n";
+    body += "set ylabel 'offset D (inputs from t+D on replaced)'\n";
+    body += fmt::format("set cblabel 'log10 relative change of y_t (floor {:.0f})'\n", kLogFloor);
+    body += fmt::format("set xrange [-0.5:{}.5]\nset yrange [0.5:{}.5]\n", nt - 1, d_max);
+    body += fmt::format("set cbrange [{:.0f}:{:.0f}]\n", kLogFloor, kLogCeil);
+    body += "set palette defined (-12 'black', -8 '#2c115f', -4 '#b63679', -2 '#fb8861', 1 '#fcfdbf')\n";
+    if (r.audit.leak_horizon && *r.audit.leak_horizon > 0) {
+      body += fmt::format(
+          "set arrow 1 from graph 0, first {}.5 to graph 1, first {}.5 nohead dt 2 lw 1.5 lc rgb "
+          "'#00a0ff' front\n",
+          *r.audit.leak_horizon, *r.audit.leak_horizon);
+    }
+    body += "plot " + q("data/" + stem + ".dat") + " using 1:2:3 with image notitle\n";
+    plan.script += both_terminals(stem, body, 800, 560);
+    std::string caption =
+        "From " + r.name + "/audit.json: colour is log10 of the relative change of output y_t when "
+        "the inputs from position t+D on are replaced (black: no change at the floor). Blank: not "
+        "measured, or no input at t+D.";
+    if (r.audit.leak_horizon && *r.audit.leak_horizon > 0) {
+      caption += " Dashed line: the measured leak horizon.";
+    }
+    plan.figures.push_back({stem, "Leak map: " + r.name, caption});
+  }
+}
+
+void plan_bench(const std::vector<BenchPoint>& bench, FigurePlan& plan) {
+  if (bench.empty()) return;
+  std::set<long long> batches, threads;
+  for (const auto& p : bench) {
+    batches.insert(p.batch);
+    threads.insert(p.threads.value_or(0));
+  }
+  std::map<std::string, std::string> series;  // label -> data
+  for (const auto& p : bench) {
+    std::string label = p.mixer;
+    if (batches.size() > 1) label += " B=" + std::to_string(p.batch);
+    if (threads.size() > 1) label += " T=" + (p.threads ? std::to_string(*p.threads) : "?");
+    series[label] += fmt::format("{} {:.6g}\n", p.seq_len, p.tokens_per_second);
+  }
+  std::string body;
+  body += "set title 'Throughput vs sequence length'\n";
+  body += "set xlabel 'sequence length L (log scale)'\nset ylabel 'tokens / s (log scale)'\n";
+  body += "set logscale x 2\nset logscale y\nset grid\nset key outside right top\n";
+  body += "plot ";
+  int i = 0;
+  for (const auto& [label, data] : series) {
+    const std::string file = "bench-" + file_stem(label) + ".dat";
+    plan.data_files.emplace_back(file, data);
+    body += (i ? ", \\\n     " : "") + fmt::format("{} using 1:2 with linespoints lc {} lw 2 pt 7 title {}",
+                                                   q("data/" + file), i + 1, q(label));
+    ++i;
+  }
+  body += "\n";
+  plan.script += both_terminals("bench", body, 900, 540);
+  plan.figures.push_back({"bench", "Throughput vs sequence length",
+                          "From the throughput measurements (bench folder, *.json): training-step throughput per mixer "
+                          "(machine, threads and BLAS in the table below)."});
+}
+
+}  // namespace
+
+FigurePlan plan_figures(const std::vector<RunRecord>& runs, const std::vector<BenchPoint>& bench,
+                        const Published& pub) {
+  FigurePlan plan;
+  const auto stems = run_stems(runs);
+  plan_ppl(runs, pub, stems, plan);
+  plan_leak_maps(runs, stems, plan);
+  plan_bench(bench, plan);
+  return plan;
+}
+
+}  // namespace grassaudit

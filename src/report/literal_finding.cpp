@@ -1,0 +1,162 @@
+#include "report/literal_finding.h"
+
+#include <fmt/format.h>
+
+#include "report/format.h"
+#include "report/labels.h"
+
+namespace grassaudit {
+namespace {
+
+// Our best causal run with the same tokenizer, L and depth, and the given mixer / pairing.
+const RunRecord* causal_peer(const std::vector<RunRecord>& runs, const RunRecord& ref,
+                             const std::string& pairing) {
+  const RunRecord* best = nullptr;
+  for (const auto& r : runs) {
+    if (r.task != "lm" || standing_of(r) != Standing::kValid || r.pairing != pairing) continue;
+    if (r.tokenizer != ref.tokenizer || r.seq_len != ref.seq_len || r.layers != ref.layers) continue;
+    if (!r.best_valid_ppl) continue;
+    if (!best || *r.best_valid_ppl < *best->best_valid_ppl) best = &r;
+  }
+  return best;
+}
+
+std::string budget_sentence(const Published& pub, const RunRecord& run) {
+  std::string s = "Training budget: " + budget_label(run) + " vs the paper's " +
+                  fmt_epochs(pub.epochs) + " epochs";
+  return s + ".";
+}
+
+LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
+                       const RunRecord& run) {
+  LiteralFinding f;
+  f.run = run.name;
+  std::string md = "**`" + run.name + "`** (" + pairing_label(run) + "; " + tokenizer_label(run) +
+                   ", L " + or_dash(run.seq_len) + ", " + or_dash(run.layers) + " layers)\n\n";
+  const Standing st = standing_of(run);
+  if (st == Standing::kUnaudited) {
+    f.verdict = LiteralVerdict::kNotAudited;
+    f.markdown = md + "- Not audited: its perplexity is withheld and no conclusion is drawn.\n";
+    return f;
+  }
+  if (st == Standing::kValid) {
+    f.verdict = LiteralVerdict::kNotLeaky;
+    md += "- Audit: " + audit_label(run) + ". The audit found no leak in these weights, so this "
+          "run does not test the literal reading";
+    if (run.best_valid_ppl) md += " (validation perplexity " + fmt_ppl(*run.best_valid_ppl) + ")";
+    f.markdown = md + ".\n";
+    return f;
+  }
+
+  md += "- Audit: " + audit_label(run) + ".\n";
+  const auto q = run.quarantined_best_valid_ppl;
+  const PaperLmRow* paper =
+      run.layers && run.seq_len ? find_paper_row(pub, "grassmann", *run.layers, *run.seq_len)
+                                : nullptr;
+  if (q) {
+    md += "- Best validation perplexity: " + quarantined_cell(*q, run.audit.leak_horizon) + ".\n";
+  }
+  if (paper) {
+    md += "- The paper's GrassmannLM at L " + std::to_string(paper->seq_len) + ", " +
+          std::to_string(paper->layers) + " layers: " + paper->val_ppl_text + " (" +
+          paper->source + ")";
+    if (q) md += "; quarantined / paper = " + fmt_ratio(*q / paper->val_ppl);
+    md += ".\n";
+  }
+  const RunRecord* past = causal_peer(runs, run, "past");
+  const RunRecord* attn = causal_peer(runs, run, "causal-mask");
+  if (past || attn) {
+    md += "- Our causal runs at the same tokenizer, L and depth:";
+    if (past) md += " past pairing " + fmt_ppl(*past->best_valid_ppl) + " (`" + past->name + "`)";
+    if (past && attn) md += ",";
+    if (attn) md += " attention " + fmt_ppl(*attn->best_valid_ppl) + " (`" + attn->name + "`)";
+    md += ".\n";
+  }
+  md += "- " + budget_sentence(pub, run) + "\n";
+
+  std::string conclusion;
+  if (!q) {
+    f.verdict = LiteralVerdict::kNoComparison;
+    conclusion = "the run records no quarantined validation perplexity; nothing to compare.";
+  } else if (!paper) {
+    f.verdict = LiteralVerdict::kNoComparison;
+    conclusion = "the paper reports no Grassmann row at L " + or_dash(run.seq_len) + " with " +
+                 or_dash(run.layers) + " layers; no comparison is made.";
+  } else {
+    const double ratio = *q / paper->val_ppl;
+    const std::string qcell = quarantined_cell(*q, run.audit.leak_horizon);
+    const bool fewer_epochs = run.epochs && *run.epochs < pub.epochs;
+    if (ratio < kFarBelowFraction) {
+      f.verdict = LiteralVerdict::kInconsistent;
+      conclusion = fmt::format(
+          "trained as the text reads, the future-pairing model reaches {} ({:.1f}% of the "
+          "paper's {}), far below it (below {:.0f}%). A model that sees the token it predicts does "
+          "far better than the published number, so the paper's {} is inconsistent with the "
+          "literal reading having been trained: its code most likely paired with the past, or "
+          "something else differed.",
+          qcell, ratio * 100.0, paper->val_ppl_text, kFarBelowFraction * 100.0,
+          paper->val_ppl_text);
+      if (fewer_epochs) {
+        conclusion += " This run trained for fewer epochs than the paper; a longer run is not "
+                      "expected to raise its best validation perplexity.";
+      }
+    } else if (ratio < 1.0) {
+      f.verdict = LiteralVerdict::kSuggestive;
+      conclusion = fmt::format(
+          "the quarantined perplexity {} is below the paper's {} but not far below it (ratio "
+          "{}, threshold {:.2f}); the data does not settle whether the literal reading was "
+          "trained.",
+          qcell, paper->val_ppl_text, fmt_ratio(ratio), kFarBelowFraction);
+    } else {
+      f.verdict = LiteralVerdict::kNotSettled;
+      conclusion = fmt::format(
+          "the quarantined perplexity {} is not below the paper's {} (ratio {}); the data does not "
+          "settle it",
+          qcell, paper->val_ppl_text, fmt_ratio(ratio));
+      conclusion += fewer_epochs ? fmt::format(" (this run trained {} of the paper's {} epochs).",
+                                               fmt_epochs(*run.epochs), fmt_epochs(pub.epochs))
+                                 : ".";
+    }
+    if (past && past->best_valid_ppl) {
+      const double vs_past = *q / *past->best_valid_ppl;
+      conclusion += vs_past < kFarBelowFraction
+                        ? fmt::format(" Against our causal past-pairing run ({}), the leak is "
+                                      "exploited: {:.1f}% of its perplexity.",
+                                      fmt_ppl(*past->best_valid_ppl), vs_past * 100.0)
+                        : fmt::format(" Against our causal past-pairing run ({}), the leak is not "
+                                      "visibly exploited at this budget ({:.1f}% of its "
+                                      "perplexity).",
+                                      fmt_ppl(*past->best_valid_ppl), vs_past * 100.0);
+    }
+  }
+  f.markdown = md + "\n**Conclusion:** " + conclusion + "\n";
+  return f;
+}
+
+}  // namespace
+
+std::vector<LiteralFinding> literal_findings(const Published& pub,
+                                             const std::vector<RunRecord>& runs) {
+  std::vector<LiteralFinding> out;
+  for (const auto& r : runs) {
+    if (r.task == "lm" && r.pairing == "future") out.push_back(analyse(pub, runs, r));
+  }
+  if (out.empty()) {
+    LiteralFinding none;
+    none.markdown =
+        "No paper-literal (future-pairing) run has been recorded yet; nothing to conclude.\n";
+    out.push_back(none);
+  }
+  return out;
+}
+
+std::string render_literal_section(const std::vector<LiteralFinding>& findings) {
+  std::string out;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (i) out += "\n";
+    out += findings[i].markdown;
+  }
+  return out;
+}
+
+}  // namespace grassaudit

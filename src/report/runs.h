@@ -1,0 +1,87 @@
+#pragma once
+// One training run's artifacts as the report sees them: reports/runs/<name>/summary.json,
+// metrics.jsonl and audit.json. Loading validates the quarantine rule: a run whose audit says
+// "leaky" may carry perplexities only under keys prefixed "quarantined_"; anything else is a
+// malformed artifact (InputError naming the file).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace grassaudit {
+
+// Whether a run's perplexities may be shown as valid.
+enum class Standing {
+  kValid,        // audit verdict "causal": perplexities are valid
+  kQuarantined,  // audit verdict "leaky": perplexities shown only as quarantined
+  kUnaudited,    // no audit block: perplexities withheld
+};
+
+struct RunAudit {
+  std::string verdict;  // "causal" | "leaky"; empty when the summary has no audit block
+  std::optional<long long> leak_horizon;
+  std::optional<double> max_effect;
+  std::string weights_sha256;
+};
+
+struct EvalPoint {
+  double epoch = 0;
+  double ppl = 0;
+  bool quarantined = false;  // the line carried "quarantined_ppl"
+};
+
+struct LeakCell {
+  long long t = 0;  // 0-based output position
+  long long d = 0;  // offset >= 1
+  double effect = 0;
+};
+
+struct LeakMap {
+  long long seq_len = 0;
+  std::vector<LeakCell> cells;
+};
+
+struct RunRecord {
+  std::string name;  // folder name; the run's identity in the report
+  std::string dir;
+  std::string task;  // "lm" | "snli" ("lm" when absent)
+
+  // Language-model runs.
+  std::string mixer;    // "future" | "past" | "attention"
+  std::string pairing;  // "future" | "past" | "causal-mask" (derived from mixer when absent)
+  std::string tokenizer;
+  std::string dataset;  // optional: "dataset" (LM) or "features" (SNLI), free text
+  std::optional<long long> seq_len, layers, d_model, rank, threads;
+  std::vector<long long> offsets;
+  std::string offset_mode;  // "per-layer" | "all" | ""
+  std::optional<double> params, epochs, tokens_seen, wall_seconds, tokens_per_second;
+  std::string blas;
+  RunAudit audit;
+  std::optional<double> best_valid_ppl, test_ppl;                          // causal runs only
+  std::optional<double> quarantined_best_valid_ppl, quarantined_test_ppl;  // leaky runs only
+
+  // SNLI runs.
+  std::string head;  // "grassmann" | "transformer"
+  std::vector<long long> seeds;
+  std::vector<double> val_acc, test_acc;
+
+  // metrics.jsonl (validation evaluations) and audit.json (leak map), when present.
+  std::vector<EvalPoint> evals;
+  std::optional<LeakMap> leak_map;
+};
+
+Standing standing_of(const RunRecord& run);
+
+// The future window the offsets imply: sum of offsets (per-layer) or layers * max offset (all).
+// nullopt when the run does not record enough to say.
+std::optional<long long> expected_horizon(const RunRecord& run);
+
+// Loads one run folder. InputError naming the file for bad JSON, wrong types, a plain
+// perplexity key in a leaky run (or a quarantined key in a causal one), or an audit.json whose
+// verdict contradicts the summary.
+RunRecord load_run(const std::string& dir);
+
+// Every subfolder of runs_dir holding a summary.json, sorted by folder name. A missing
+// runs_dir gives an empty list; folders without summary.json are skipped.
+std::vector<RunRecord> load_runs(const std::string& runs_dir);
+
+}  // namespace grassaudit

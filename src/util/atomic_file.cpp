@@ -1,0 +1,77 @@
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace grassaudit {
+namespace {
+
+std::string temp_path_for(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+void fsync_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw InputError("cannot reopen " + path + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw InputError("cannot sync " + path + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+void write_file_atomic_with(const std::string& path,
+                            const std::function<void(const std::string& tmp_path)>& write) {
+  const std::string tmp = temp_path_for(path);
+  try {
+    write(tmp);
+    fsync_path(tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      throw InputError("cannot write " + path + ": " + std::strerror(errno));
+    }
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  write_file_atomic_with(path, [&](const std::string& tmp) {
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw InputError("cannot write " + path + ": " + std::strerror(errno));
+    size_t n = std::fwrite(contents.data(), 1, contents.size(), f);
+    int err = errno;
+    bool ok = n == contents.size();
+    if (std::fclose(f) != 0) {
+      ok = false;
+      err = errno;
+    }
+    if (!ok) throw InputError("cannot write " + path + ": " + std::strerror(err));
+  });
+}
+
+std::string read_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw InputError("cannot read " + path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError("cannot read " + path + ": read error");
+  return ss.str();
+}
+
+}  // namespace grassaudit

@@ -1,0 +1,231 @@
+// The generator on the fixture set: three WikiText-2 runs (causal attention, causal past,
+// leaky future) and a throughput sweep.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/report.h"
+#include "report_test_util.h"
+
+namespace grassaudit {
+namespace {
+
+using testing::ScratchDir;
+using testing::fixture_options;
+using testing::read_text;
+
+// Cells of the Markdown table row whose first cell is `first_cell` in `section`.
+std::vector<std::string> row_cells(const std::string& md, const std::string& first_cell) {
+  std::istringstream in(md);
+  std::string line;
+  const std::string prefix = "| " + first_cell + " |";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::vector<std::string> cells;
+    size_t pos = 1;
+    while (pos < line.size()) {
+      size_t end = line.find(" |", pos);
+      while (end != std::string::npos && end > 0 && line[end - 1] == '\\') {
+        end = line.find(" |", end + 1);
+      }
+      if (end == std::string::npos) break;
+      std::string cell = line.substr(pos, end - pos);
+      if (!cell.empty() && cell[0] == ' ') cell.erase(0, 1);
+      cells.push_back(cell);
+      pos = end + 2;
+    }
+    return cells;
+  }
+  return {};
+}
+
+// The text between heading `from` and the next "## " heading.
+std::string section(const std::string& md, const std::string& from) {
+  const size_t start = md.find(from);
+  if (start == std::string::npos) return "";
+  const size_t end = md.find("\n## ", start + from.size());
+  return md.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+class FixtureReport : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    generate_report(fixture_options(dir_->path()));
+    readme_ = new std::string(read_text(dir_->path() / "README.md"));
+    // GRASSAUDIT_KEEP_REPORT=<dir>: keep a copy of the fixture report for a human to look at.
+    if (const char* keep = std::getenv("GRASSAUDIT_KEEP_REPORT")) {
+      generate_report(fixture_options(keep));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete readme_;
+    delete dir_;
+  }
+  static const std::string& md() { return *readme_; }
+  static const ScratchDir& dir() { return *dir_; }
+
+ private:
+  static ScratchDir* dir_;
+  static std::string* readme_;
+};
+ScratchDir* FixtureReport::dir_ = nullptr;
+std::string* FixtureReport::readme_ = nullptr;
+
+TEST_F(FixtureReport, WikiTextTableHasOurCausalRows) {
+  const std::string a = section(md(), "## (a)");
+  EXPECT_EQ(row_cells(a, "ours: attn-wp-l128-n6"),
+            (std::vector<std::string>{"ours: attn-wp-l128-n6", "attention", "causal mask",
+                                      "WordPiece", "128", "6", "12.59M", "3 ep (7.20M tok)",
+                                      "261.37", "CAUSAL (horizon 0, max effect 0)"}));
+  EXPECT_EQ(row_cells(a, "ours: past-wp-l128-n6"),
+            (std::vector<std::string>{"ours: past-wp-l128-n6", "grassmann",
+                                      "past; offsets 1,2,4,8,12,16 one per layer", "WordPiece",
+                                      "128", "6", "12.99M", "3 ep (7.20M tok)", "298.41",
+                                      "CAUSAL (horizon 0, max effect 2.4e-08)"}));
+}
+
+TEST_F(FixtureReport, WikiTextTableHasPublishedRows) {
+  const std::string a = section(md(), "## (a)");
+  const auto paper = row_cells(a, "paper, WikiText-2 table");
+  ASSERT_EQ(paper.size(), 10u);
+  EXPECT_EQ(paper[1], "attention");
+  EXPECT_EQ(paper[3], "BERT WordPiece (bert-base-uncased)");
+  EXPECT_EQ(paper[6], "12.59M");
+  EXPECT_EQ(paper[7], "30 ep, batch 32");
+  EXPECT_EQ(paper[8], "248.4");
+  EXPECT_EQ(paper[9], "not audited (no code)");
+  for (const char* v : {"275.7", "253.6", "282.3", "235.2", "261.1", "190.03", "236.05", "181.66",
+                        "253.76", "168.68", "245.10", "218.57", "248.7", "356.6"}) {
+    EXPECT_NE(a.find("| " + std::string(v) + " |"), std::string::npos) << v;
+  }
+  const auto kane = row_cells(a, "kanenorman/grassmann");
+  ASSERT_EQ(kane.size(), 10u);
+  EXPECT_EQ(kane[9], "past pairing in code, not audited here");
+  // Six paper rows.
+  size_t n = 0;
+  for (size_t p = a.find("| paper, WikiText-2 table"); p != std::string::npos;
+       p = a.find("| paper, WikiText-2 table", p + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 6u);
+}
+
+TEST_F(FixtureReport, LeakyRunIsOnlyQuarantined) {
+  const std::string a = section(md(), "## (a)");
+  const auto row = row_cells(a, "ours: future-wp-l128-n6");
+  ASSERT_EQ(row.size(), 10u);
+  EXPECT_EQ(row[8], "~~5.84~~ QUARANTINED (LEAKY, horizon 43)");
+  EXPECT_EQ(row[9], "LEAKY (horizon 43; offsets imply 43)");
+  // Nowhere in the page does the leaky perplexity appear unmarked.
+  for (const std::string v : {"5.84", "5.61"}) {
+    size_t pos = 0;
+    size_t hits = 0;
+    while ((pos = md().find(v, pos)) != std::string::npos) {
+      ++hits;
+      ASSERT_GE(pos, 2u);
+      EXPECT_EQ(md().substr(pos - 2, 2), "~~") << "unmarked " << v << " at " << pos;
+      EXPECT_EQ(md().substr(pos + v.size(), 17), "~~ QUARANTINED (L") << v;
+      pos += v.size();
+    }
+    EXPECT_GT(hits, 0u) << v;
+  }
+  // Not in the ratio table.
+  const std::string b = section(md(), "## (b)");
+  EXPECT_EQ(row_cells(b, "ours: future-wp-l128-n6").size(), 0u);
+  EXPECT_NE(b.find("Left out as LEAKY"), std::string::npos);
+  // Test perplexity quarantined too.
+  const auto detail = row_cells(section(md(), "## Run details"), "future-wp-l128-n6");
+  ASSERT_GE(detail.size(), 3u);
+  EXPECT_EQ(detail[2], "~~5.61~~ QUARANTINED (LEAKY, horizon 43)");
+}
+
+TEST_F(FixtureReport, RatioTable) {
+  const std::string b = section(md(), "## (b)");
+  const auto ours = row_cells(b, "ours: attn-wp-l128-n6 vs past-wp-l128-n6");
+  ASSERT_EQ(ours.size(), 6u);
+  EXPECT_EQ(ours[2], "261.37");
+  EXPECT_EQ(ours[3], "298.41");
+  EXPECT_EQ(ours[4], "1.142");
+  EXPECT_NE(ours[5].find("3 epochs vs the paper's 30"), std::string::npos) << ours[5];
+  EXPECT_NE(b.find("paper 1.110-1.113; public reproductions 1.242-1.453; ours 1.142"),
+            std::string::npos);
+  const auto early = row_cells(b, "alphaXiv paper-implementations, early");
+  ASSERT_EQ(early.size(), 6u);
+  EXPECT_EQ(early[4], "1.242 (published gap 24%)");
+  EXPECT_NE(early[5].find("GPT-2 BPE tokens"), std::string::npos);
+  EXPECT_NE(early[5].find("20 epochs vs the paper's 30"), std::string::npos);
+}
+
+TEST_F(FixtureReport, LiteralSectionConcludesFromNumbers) {
+  const std::string c = section(md(), "## (c)");
+  EXPECT_NE(c.find("275.7"), std::string::npos);
+  EXPECT_NE(c.find("inconsistent with the literal reading having been trained"), std::string::npos);
+  EXPECT_NE(c.find("the leak is exploited"), std::string::npos);
+}
+
+TEST_F(FixtureReport, FiguresAreLinkedAndExist) {
+  for (const std::string stem : {"ppl", "bench", "leakmap-attn-wp-l128-n6",
+                                 "leakmap-past-wp-l128-n6", "leakmap-future-wp-l128-n6"}) {
+    EXPECT_NE(md().find("(figures/" + stem + ".png)"), std::string::npos) << stem;
+    for (const char* ext : {".png", ".svg"}) {
+      const auto p = dir().path() / "figures" / (stem + ext);
+      ASSERT_TRUE(std::filesystem::exists(p)) << p;
+      EXPECT_GT(std::filesystem::file_size(p), 1000u) << p;
+    }
+  }
+  const std::string png = read_text(dir().path() / "figures" / "ppl.png");
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+}
+
+TEST_F(FixtureReport, SkipsFolderWithoutSummaryAndShowsNoSnliRuns) {
+  EXPECT_EQ(md().find("incomplete-run"), std::string::npos);
+  EXPECT_NE(section(md(), "## (d)").find("No SNLI runs recorded yet"), std::string::npos);
+}
+
+TEST_F(FixtureReport, RegenerationIsByteIdentical) {
+  ScratchDir a, b;
+  generate_report(fixture_options(a.path()));
+  generate_report(fixture_options(b.path()));
+  const auto ta = testing::tree_contents(a.path());
+  const auto tb = testing::tree_contents(b.path());
+  ASSERT_EQ(ta.size(), tb.size());
+  EXPECT_GE(ta.size(), 11u);  // README + 5 figures x 2 formats
+  for (const auto& [name, bytes] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(bytes == tb.at(name)) << name << " differs";
+  }
+  // Regenerating in place changes nothing either.
+  generate_report(fixture_options(a.path()));
+  EXPECT_TRUE(testing::tree_contents(a.path()) == ta);
+}
+
+TEST(Report, MissingGnuplotStillWritesTables) {
+  ScratchDir out;
+  ReportOptions o = fixture_options(out.path());
+  o.gnuplot = "/nonexistent/gnuplot";
+  generate_report(o);
+  const std::string md = read_text(out.path() / "README.md");
+  EXPECT_NE(md.find("Figures were not generated"), std::string::npos);
+  EXPECT_NE(md.find("| ours: attn-wp-l128-n6 |"), std::string::npos);
+  EXPECT_EQ(md.find(".png)"), std::string::npos);
+}
+
+TEST(Report, EmptyRunsFolder) {
+  ScratchDir out;
+  ReportOptions o = fixture_options(out.path() / "out");
+  o.runs_dir = (out.path() / "no-runs-here").string();
+  o.bench_dir = (out.path() / "no-bench-here").string();
+  generate_report(o);
+  const std::string md = read_text(out.path() / "out" / "README.md");
+  EXPECT_NE(md.find("| paper, WikiText-2 table |"), std::string::npos);
+  EXPECT_NE(md.find("No paper-literal (future-pairing) run has been recorded yet"),
+            std::string::npos);
+  EXPECT_NE(md.find("No figures"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace grassaudit

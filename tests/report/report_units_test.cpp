@@ -1,0 +1,162 @@
+// The pieces of the report on hand-built inputs: cells, the literal-reading conclusion, SNLI.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "report/format.h"
+#include "report/labels.h"
+#include "report/literal_finding.h"
+#include "report/published.h"
+#include "report/ratio_table.h"
+#include "report/report.h"
+#include "report/snli_table.h"
+#include "report/wikitext_table.h"
+#include "report_test_util.h"
+
+namespace grassaudit {
+namespace {
+
+const Published& pub() {
+  static const Published p = load_published((testing::source_dir() / "reference").string());
+  return p;
+}
+
+RunRecord lm_run(const std::string& name, const std::string& mixer, const std::string& verdict) {
+  RunRecord r;
+  r.name = name;
+  r.task = "lm";
+  r.mixer = mixer;
+  r.pairing = mixer == "attention" ? "causal-mask" : mixer;
+  r.tokenizer = "wordpiece";
+  r.seq_len = 128;
+  r.layers = 6;
+  r.epochs = 1.0;
+  r.audit.verdict = verdict;
+  if (mixer != "attention") {
+    r.offsets = {1, 2, 4, 8, 12, 16};
+    r.offset_mode = "per-layer";
+  }
+  return r;
+}
+
+RunRecord leaky_future(double qppl) {
+  RunRecord r = lm_run("fut", "future", "leaky");
+  r.audit.leak_horizon = 43;
+  r.quarantined_best_valid_ppl = qppl;
+  return r;
+}
+
+TEST(ReportFormat, Numbers) {
+  EXPECT_EQ(fmt_ppl(261.365), "261.37");
+  EXPECT_EQ(fmt_shortest(245.10), "245.1");
+  EXPECT_EQ(fmt_shortest(190.03), "190.03");
+  EXPECT_EQ(fmt_count(12607168), "12.61M");
+  EXPECT_EQ(fmt_count(950), "950");
+  EXPECT_EQ(fmt_epochs(30), "30");
+  EXPECT_EQ(fmt_epochs(0.5), "0.50");
+  EXPECT_EQ(fmt_sci(0.0), "0");
+  EXPECT_EQ(quarantined_cell(12.3, 43), "~~12.30~~ QUARANTINED (LEAKY, horizon 43)");
+  EXPECT_EQ(md_cell("a|b\nc"), "a\\|b c");
+  EXPECT_EQ(file_stem("run one/../x"), "run_one_.._x");
+}
+
+TEST(ReportLabels, ValidCellFollowsTheAudit) {
+  RunRecord causal = lm_run("c", "past", "causal");
+  causal.best_valid_ppl = 300.0;
+  EXPECT_EQ(valid_ppl_cell(causal), "300.00");
+  RunRecord unaudited = lm_run("u", "past", "");
+  unaudited.best_valid_ppl = 300.0;
+  EXPECT_EQ(valid_ppl_cell(unaudited), "withheld (not audited)");
+  EXPECT_EQ(audit_label(unaudited), "NOT AUDITED");
+  EXPECT_EQ(valid_ppl_cell(leaky_future(7.5)), "~~7.50~~ QUARANTINED (LEAKY, horizon 43)");
+}
+
+TEST(ReportLabels, ExpectedHorizon) {
+  RunRecord r = lm_run("f", "future", "leaky");
+  EXPECT_EQ(expected_horizon(r), 43);
+  r.offset_mode = "all";
+  EXPECT_EQ(expected_horizon(r), 96);
+  EXPECT_FALSE(expected_horizon(lm_run("p", "past", "causal")).has_value());
+}
+
+TEST(ReportWikiText, UnauditedRunNeverShowsAValidNumber) {
+  RunRecord unaudited = lm_run("u", "attention", "");
+  unaudited.best_valid_ppl = 123.45;
+  const auto rows = wikitext_rows(pub(), {unaudited});
+  ASSERT_EQ(rows.back().run, "u");
+  EXPECT_EQ(rows.back().valid_ppl, "withheld (not audited)");
+  EXPECT_EQ(render_wikitext_table(rows).find("123.45"), std::string::npos);
+  EXPECT_TRUE(ratio_rows(pub(), {unaudited}).back().origin != RowOrigin::kOurs);
+}
+
+TEST(ReportLiteral, FarBelowIsInconsistent) {
+  const auto f = literal_findings(pub(), {leaky_future(20.0)});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].verdict, LiteralVerdict::kInconsistent);
+  EXPECT_NE(f[0].markdown.find("inconsistent"), std::string::npos);
+}
+
+TEST(ReportLiteral, BelowButNotFarIsSuggestive) {
+  const auto f = literal_findings(pub(), {leaky_future(200.0)});
+  EXPECT_EQ(f[0].verdict, LiteralVerdict::kSuggestive);
+  EXPECT_NE(f[0].markdown.find("does not settle"), std::string::npos);
+}
+
+TEST(ReportLiteral, AboveThePaperDoesNotSettleIt) {
+  const auto f = literal_findings(pub(), {leaky_future(400.0)});
+  EXPECT_EQ(f[0].verdict, LiteralVerdict::kNotSettled);
+  EXPECT_NE(f[0].markdown.find("does not settle it (this run trained 1 of the paper's 30 epochs)"),
+            std::string::npos)
+      << f[0].markdown;
+  EXPECT_EQ(f[0].markdown.find("inconsistent"), std::string::npos);
+}
+
+TEST(ReportLiteral, NoPaperRowAtThatSetting) {
+  RunRecord r = leaky_future(5.0);
+  r.seq_len = 64;
+  EXPECT_EQ(literal_findings(pub(), {r})[0].verdict, LiteralVerdict::kNoComparison);
+}
+
+TEST(ReportLiteral, NoRunAndUnaudited) {
+  EXPECT_EQ(literal_findings(pub(), {})[0].verdict, LiteralVerdict::kNoRun);
+  RunRecord r = lm_run("f", "future", "");
+  r.best_valid_ppl = 5.0;
+  const auto f = literal_findings(pub(), {r});
+  EXPECT_EQ(f[0].verdict, LiteralVerdict::kNotAudited);
+  EXPECT_EQ(f[0].markdown.find("5.00"), std::string::npos);
+}
+
+TEST(ReportSnli, MeanAndSampleStd) {
+  const MeanStd m = mean_std({0.85, 0.86, 0.87});
+  EXPECT_NEAR(m.mean, 0.86, 1e-12);
+  ASSERT_TRUE(m.std.has_value());
+  EXPECT_NEAR(*m.std, 0.01, 1e-12);
+  EXPECT_EQ(fmt_mean_std_percent(m), "86.00 ± 1.00% (n=3)");
+  EXPECT_EQ(fmt_mean_std_percent(mean_std({0.5})), "50.00% (n=1)");
+}
+
+TEST(ReportSnli, RunsAppearInTheReport) {
+  testing::ScratchDir dir;
+  const auto runs = dir.path() / "runs";
+  testing::copy_fixture_runs(runs);
+  testing::write_text(runs / "snli-grassmann" / "summary.json",
+                      R"({"run": "snli-grassmann", "task": "snli", "head": "grassmann",
+                          "seeds": [1, 2, 3], "val_acc": [0.85, 0.86, 0.87],
+                          "test_acc": [0.84, 0.85, 0.86], "params": 1234567,
+                          "features": "frozen DistilBERT-base-uncased"})");
+  ReportOptions o = testing::fixture_options(dir.path() / "out");
+  o.runs_dir = runs.string();
+  generate_report(o);
+  const std::string md = testing::read_text(dir.path() / "out" / "README.md");
+  EXPECT_NE(md.find("| ours: snli-grassmann | grassmann | frozen DistilBERT-base-uncased | 1,2,3 | "
+                    "86.00 ± 1.00% (n=3) | 85.00 ± 1.00% (n=3) | 1.23M |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("No SNLI runs recorded yet"), std::string::npos);
+  // An SNLI run is not a WikiText-2 row.
+  EXPECT_EQ(md.find("| ours: snli-grassmann | grassmann | past"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace grassaudit
