@@ -1,0 +1,44 @@
+#pragma once
+// What the causality audit probes: any model mapping inputs x_1..x_L to outputs y_1..y_L.
+// Inputs are token ids [B, L] int64 (uniform over the vocabulary when perturbed) or real
+// features [B, L, C] (Gaussian at --feature-scale). Outputs are flattened to [B, L, K].
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+namespace grassaudit {
+
+struct InputSpec {
+  enum class Kind { kTokens, kFeatures } kind = Kind::kTokens;
+  int64_t size = 0;          // V for tokens, C for features
+  double feature_scale = 1;  // std of the Gaussian features are drawn from
+  // Parses "tokens:V" or "features:C"; InputError otherwise.
+  static InputSpec parse(const std::string& text);
+  std::string str() const;
+};
+
+class AuditTarget {
+ public:
+  virtual ~AuditTarget() = default;
+  virtual std::string describe() const = 0;
+  virtual InputSpec input() const = 0;
+  // x: [B, L] int64 or [B, L, C] floating (in the target's dtype) -> y: [B, L, K] (any K).
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  virtual void set_train(bool train) = 0;
+  virtual bool is_training() const = 0;
+  // Converts parameters (and float inputs) to dtype; returns false with `why` if impossible.
+  virtual bool to_dtype(at::ScalarType dtype, std::string* why) = 0;
+  virtual at::ScalarType dtype() const = 0;
+  // The gradient method: inputs as a differentiable leaf. Tokens: the input embeddings E[x]
+  // [B, L, E]; features: x itself. Return false when the target cannot expose them.
+  virtual bool supports_gradient() const { return false; }
+  virtual at::Tensor embed(const at::Tensor& x) { return x; }
+  virtual at::Tensor forward_from_embedding(const at::Tensor& e) { return forward(e); }
+  // SHA-256 of the exact weights probed (empty when unknown).
+  virtual std::string weights_hash() { return {}; }
+};
+
+}  // namespace grassaudit

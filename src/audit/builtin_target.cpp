@@ -1,0 +1,51 @@
+#include "audit/builtin_target.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include "core/checkpoint.h"
+#include "util/error.h"
+
+namespace grassaudit {
+
+BuiltinLmTarget::BuiltinLmTarget(LanguageModel model, std::string output)
+    : model_(std::move(model)), output_(std::move(output)) {
+  if (output_ != "logits" && output_ != "hidden")
+    throw InputError(fmt::format("audit output must be logits or hidden, got '{}'", output_));
+  dtype_ = model_->parameters().front().scalar_type();
+}
+
+std::string BuiltinLmTarget::describe() const {
+  const auto& c = model_->config();
+  return fmt::format("built-in {} LM (d {}, layers {}, V {}, max_len {}; output {})", c.mixer, c.d_model, c.layers,
+                     c.vocab_size, c.max_len, output_);
+}
+
+InputSpec BuiltinLmTarget::input() const {
+  InputSpec s;
+  s.kind = InputSpec::Kind::kTokens;
+  s.size = model_->config().vocab_size;
+  return s;
+}
+
+at::Tensor BuiltinLmTarget::embed(const at::Tensor& x) { return model_->embed_tokens(x); }
+
+at::Tensor BuiltinLmTarget::forward_from_embedding(const at::Tensor& e) {
+  auto hidden = model_->hidden_from_embeddings(e);
+  return output_ == "logits" ? model_->head(hidden) : hidden;
+}
+
+at::Tensor BuiltinLmTarget::forward(const at::Tensor& x) { return forward_from_embedding(embed(x)); }
+
+void BuiltinLmTarget::set_train(bool train) { model_->train(train); }
+bool BuiltinLmTarget::is_training() const { return model_->is_training(); }
+
+bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
+  model_->to(dtype);
+  dtype_ = dtype;
+  return true;
+}
+
+std::string BuiltinLmTarget::weights_hash() { return weights_sha256(*model_); }
+
+}  // namespace grassaudit

@@ -1,0 +1,33 @@
+#pragma once
+// Audit target for grassaudit's own language models (any registered mixer).
+#include "audit/audit_target.h"
+#include "core/language_model.h"
+
+namespace grassaudit {
+
+class BuiltinLmTarget : public AuditTarget {
+ public:
+  // output: "hidden" (final LayerNorm output [B, L, d]) or "logits" ([B, L, V]). logits_t =
+  // E hidden_t is a position-wise map with E of full column rank d, so logits_t moves exactly
+  // when hidden_t moves: the verdict is the same, and hidden skips the V-wide head (most of the
+  // forward cost at V = 30522). tests/audit checks that both outputs give the same verdict.
+  BuiltinLmTarget(LanguageModel model, std::string output = "hidden");
+  std::string describe() const override;
+  InputSpec input() const override;
+  at::Tensor forward(const at::Tensor& x) override;
+  void set_train(bool train) override;
+  bool is_training() const override;
+  bool to_dtype(at::ScalarType dtype, std::string* why) override;
+  at::ScalarType dtype() const override { return dtype_; }
+  bool supports_gradient() const override { return true; }
+  at::Tensor embed(const at::Tensor& x) override;
+  at::Tensor forward_from_embedding(const at::Tensor& e) override;
+  std::string weights_hash() override;
+
+ private:
+  LanguageModel model_;
+  std::string output_;
+  at::ScalarType dtype_;
+};
+
+}  // namespace grassaudit

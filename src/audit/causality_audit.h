@@ -1,0 +1,93 @@
+#pragma once
+// The causality audit: is any output y_t a function of an input x_s with s > t?
+//
+// Method 1, perturb and compare (every model): for each cut c (1 <= c < L) the inputs after c
+// are replaced by fresh random draws and outputs at positions <= c are compared with the
+// unperturbed ones. Rows for many cuts share one forward pass. Eval mode compares rows of the
+// same pass (identical shapes, so position-wise arithmetic is bit-identical); train mode runs
+// paired passes with the RNG reset to the same state so dropout masks match row by row.
+// Lengths: L, L-1, L/2, L/4, ..., 2. Trials: independent base sequences.
+//
+// Rounding versus leak: effects are measured relative to the output scale (max |y|). A causal
+// model built from masked/sliced arithmetic shows exactly 0. If float32 shows anything non-zero,
+// the whole audit is re-run in float64, where rounding cross-talk falls to ~1e-15 while a real
+// dependence keeps its size; cells above kLeakThreshold64 (1e-9 relative) are leaks. A model
+// whose float32 effects vanish in float64 is causal with rounding_only = true.
+//
+// Method 2, gradients (targets that expose their input embeddings): d y_t / d e_s for s > t must
+// be exactly zero (float32, when method 1 saw exact zeros) or below the float64 threshold.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "audit/audit_target.h"
+
+namespace grassaudit {
+
+constexpr double kLeakThreshold64 = 1e-9;   // relative effect that counts as a leak in float64
+constexpr double kLeakThreshold32 = 1e-4;   // only when float64 is impossible (noted in output)
+
+struct AuditOptions {
+  int64_t seq_len = 32;
+  int64_t batch = 32;        // probe rows per forward pass
+  int64_t trials = 3;
+  bool eval_mode = true;
+  bool train_mode = true;
+  uint64_t seed = 1234;
+  bool gradient_check = true;  // method 2, when the target supports it
+  std::vector<int64_t> seq_lens;  // empty: the default schedule from seq_len
+};
+
+// L, L-1, L/2, L/4, ... down to 2 (unique, descending).
+std::vector<int64_t> audit_length_schedule(int64_t L);
+
+struct GradientCheck {
+  bool ran = false;
+  std::string verdict;          // causal | leaky
+  int64_t leak_horizon = 0;
+  double max_future_grad = 0;   // relative to the largest gradient norm
+  std::string precision;
+  bool agrees = true;
+};
+
+struct AuditResult {
+  std::string verdict;           // causal | leaky
+  int64_t leak_horizon = 0;
+  double max_effect = 0;         // largest relative future effect (decisive precision)
+  std::optional<int64_t> first_leaking_cut;
+  std::vector<std::string> modes;
+  std::vector<int64_t> seq_lens;
+  bool rounding_only = false;
+  int64_t probes = 0;
+  double seconds = 0;
+  std::string precision;         // float32 | float64: the precision that decided
+  double max_effect_float32 = 0;
+  bool vacuous = false;
+  double past_effect = 0;        // how much outputs move when only the past changes
+  std::vector<std::string> notes;
+  // Per mode horizon (eval/train), for the record.
+  std::vector<std::pair<std::string, int64_t>> mode_horizons;
+  std::vector<std::pair<int64_t, int64_t>> length_horizons;  // (L, horizon at L)
+  // Leak map at the main length: effect[t][D-1] for D = 1..L-1-t (max over trials and modes).
+  int64_t map_seq_len = 0;
+  std::vector<std::vector<double>> leak_map;
+  GradientCheck gradient;
+  std::string weights_sha256;
+  std::string target;
+
+  bool leaky() const { return verdict == "leaky"; }
+};
+
+// Throws InputError for targets that fail, return the wrong shape, or NaN/Inf outputs.
+AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& options);
+
+nlohmann::json to_json(const AuditResult& r);
+// The leak map as CSV: t,D,effect (rows with effect > 0 only).
+std::string leak_map_csv(const AuditResult& r);
+// Human summary, a few lines.
+std::string summarize(const AuditResult& r);
+
+}  // namespace grassaudit

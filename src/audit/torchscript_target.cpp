@@ -1,0 +1,97 @@
+#include "audit/torchscript_target.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace grassaudit {
+namespace {
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+}  // namespace
+
+TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& input)
+    : path_(path), input_(input), dtype_(at::kFloat) {
+  read_file(path);  // missing / directory / unreadable: one-line error naming the path
+  try {
+    module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: not a TorchScript module ({})", path, first_line(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: not a TorchScript module ({})", path, first_line(e.what())));
+  }
+  if (!module_->find_method("forward"))
+    throw InputError(fmt::format("{}: TorchScript module has no forward method", path));
+  for (const auto& p : module_->parameters()) {
+    if (at::isFloatingType(p.scalar_type())) {
+      dtype_ = p.scalar_type();
+      break;
+    }
+  }
+}
+
+TorchScriptTarget::~TorchScriptTarget() = default;
+
+std::string TorchScriptTarget::describe() const {
+  return fmt::format("TorchScript {} ({})", path_, input_.str());
+}
+
+at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
+  c10::IValue out;
+  try {
+    out = module_->forward({x});
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: forward failed on input [{}] {}: {}", path_, fmt::join(x.sizes().vec(), ", "),
+                                 c10::toString(x.scalar_type()), first_line(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto pos = what.rfind("RuntimeError:");
+    if (pos == std::string::npos) pos = what.rfind("Error:");
+    throw InputError(fmt::format("{}: forward failed: {}", path_, first_line(pos == std::string::npos ? what : what.substr(pos))));
+  }
+  if (!out.isTensor())
+    throw InputError(fmt::format("{}: forward must return a tensor [B, L, ...], got {}", path_, out.tagKind()));
+  return out.toTensor();
+}
+
+void TorchScriptTarget::set_train(bool train) { module_->train(train); }
+bool TorchScriptTarget::is_training() const { return module_->is_training(); }
+
+bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
+  try {
+    // Only floating tensors change type (as Python's Module.double() does); jit::Module::to
+    // would also cast integer buffers such as index tables and break the model.
+    at::NoGradGuard no_grad;
+    for (const auto& p : module_->named_parameters(/*recurse=*/true))
+      if (at::isFloatingType(p.value.scalar_type())) p.value.set_data(p.value.to(dtype));
+    for (const auto& b : module_->named_buffers(/*recurse=*/true))
+      if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(b.value.to(dtype));
+    dtype_ = dtype;
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = first_line(e.what());
+    return false;
+  }
+}
+
+std::string TorchScriptTarget::weights_hash() {
+  Sha256 h;
+  for (const auto& p : module_->named_parameters()) {
+    auto c = p.value.detach().contiguous();
+    h.update(p.name.data(), p.name.size());
+    h.update(c.data_ptr(), c.numel() * c.element_size());
+  }
+  for (const auto& b : module_->named_buffers()) {
+    auto c = b.value.detach().contiguous();
+    h.update(b.name.data(), b.name.size());
+    h.update(c.data_ptr(), c.numel() * c.element_size());
+  }
+  return h.hex_digest();
+}
+
+}  // namespace grassaudit

@@ -1,0 +1,158 @@
+// Rounding is not a leak, small leaks are: how the audit tells them apart (float64 re-run),
+// plus its error handling, train-only leaks and the vacuity warning.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "audit/causality_audit.h"
+#include "function_target.h"
+#include "util/error.h"
+
+using namespace grassaudit;
+using grassaudit::testing::FunctionTarget;
+
+namespace {
+AuditOptions opts(int64_t L) {
+  AuditOptions o;
+  o.seq_len = L;
+  o.trials = 3;
+  return o;
+}
+// Causal long convolution with a fixed decaying kernel, computed by FFT of size 2L: exact
+// arithmetic would give a causal result; FFT rounding mixes every position a little.
+at::Tensor fft_causal_conv(const at::Tensor& x) {
+  const int64_t L = x.size(1);
+  auto k = at::exp(-0.1 * at::arange(L, x.options())).view({1, L, 1});
+  auto X = at::fft_rfft(x, 2 * L, 1);
+  auto K = at::fft_rfft(k, 2 * L, 1);
+  return at::fft_irfft(X * K, 2 * L, 1).narrow(1, 0, L);
+}
+// The same kernel by FFT of size L: circular wrap-around, a real leak.
+at::Tensor fft_circular_conv(const at::Tensor& x) {
+  const int64_t L = x.size(1);
+  auto k = at::exp(-0.1 * at::arange(L, x.options())).view({1, L, 1});
+  return at::fft_irfft(at::fft_rfft(x, L, 1) * at::fft_rfft(k, L, 1), L, 1);
+}
+at::Tensor shift_left(const at::Tensor& x, int64_t D) {  // out_t = x_{t+D} (0 past the end)
+  const int64_t L = x.size(1);
+  if (D >= L) return at::zeros_like(x);
+  return at::constant_pad_nd(x.narrow(1, D, L - D), {0, 0, 0, D}, 0.0);
+}
+}  // namespace
+
+TEST(RoundingVsLeak, FftCausalConvolutionIsCausalWithARoundingNote) {
+  FunctionTarget t("fft-2L", 3, [](const at::Tensor& x, bool) { return fft_causal_conv(x); });
+  auto r = run_causality_audit(t, opts(48));
+  EXPECT_EQ(r.verdict, "causal");
+  EXPECT_TRUE(r.rounding_only);
+  EXPECT_GT(r.max_effect_float32, 0.0);       // float32 does see cross-talk ...
+  EXPECT_LT(r.max_effect, kLeakThreshold64);  // ... that vanishes in float64
+  EXPECT_EQ(r.precision, "float64");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("rounding"), std::string::npos);
+  EXPECT_TRUE(r.gradient.agrees);
+}
+
+TEST(RoundingVsLeak, CircularFftIsLeaky) {
+  FunctionTarget t("fft-L", 3, [](const at::Tensor& x, bool) { return fft_circular_conv(x); });
+  auto r = run_causality_audit(t, opts(32));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 31);
+}
+
+TEST(RoundingVsLeak, DependenceOfOneMillionthIsLeaky) {
+  // y_t = x_t + 1e-6 x_{t+1}: a genuine dependence 1e-6 of the output scale, below float32
+  // rounding of many models, far above float64 rounding.
+  FunctionTarget t("tiny", 2, [](const at::Tensor& x, bool) { return x + 1e-6 * shift_left(x, 1); });
+  auto r = run_causality_audit(t, opts(32));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 1);
+  EXPECT_FALSE(r.rounding_only);
+  EXPECT_GT(r.max_effect, 1e-7);
+  EXPECT_EQ(r.gradient.verdict, "leaky");
+}
+
+TEST(RoundingVsLeak, ReductionOverThePrefixIsCausal) {
+  // Running mean via cumsum: a reduction over the sequence, exactly causal.
+  FunctionTarget t("cummean", 2, [](const at::Tensor& x, bool) {
+    auto n = at::arange(1, x.size(1) + 1, x.options()).view({1, -1, 1});
+    return x.cumsum(1) / n;
+  });
+  auto r = run_causality_audit(t, opts(40));
+  EXPECT_EQ(r.verdict, "causal");
+}
+
+TEST(RoundingVsLeak, WithoutFloat64TheAuditSaysItsSensitivity) {
+  FunctionTarget t("no-f64", 2, [](const at::Tensor& x, bool) { return x + 1e-2 * shift_left(x, 2); },
+                   /*allow_double=*/false);
+  auto r = run_causality_audit(t, opts(16));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 2);
+  EXPECT_EQ(r.precision, "float32");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("float64 unavailable"), std::string::npos);
+}
+
+TEST(AuditModes, LeakOnlyInTrainModeIsLeaky) {
+  FunctionTarget t("train-only", 2, [](const at::Tensor& x, bool training) {
+    return training ? x + 0.5 * shift_left(x, 3) : x * 1.0;
+  });
+  auto r = run_causality_audit(t, opts(16));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 3);
+  ASSERT_EQ(r.mode_horizons.size(), 2u);
+  EXPECT_EQ(r.mode_horizons[0], std::make_pair(std::string("eval"), int64_t{0}));
+  EXPECT_EQ(r.mode_horizons[1], std::make_pair(std::string("train"), int64_t{3}));
+  auto eval_only = opts(16);
+  eval_only.train_mode = false;
+  EXPECT_EQ(run_causality_audit(t, eval_only).verdict, "causal");
+}
+
+TEST(AuditModes, DropoutAloneIsNotALeak) {
+  // Dropout draws differ between unpaired passes; the RNG reset makes the pairing exact.
+  FunctionTarget t("dropout", 2, [](const at::Tensor& x, bool training) {
+    auto y = x.cumsum(1);
+    return training ? at::dropout(y, 0.3, true) : y;
+  });
+  auto r = run_causality_audit(t, opts(16));
+  EXPECT_EQ(r.verdict, "causal");
+  EXPECT_EQ(r.max_effect, 0.0);
+}
+
+TEST(AuditModes, LeakOnlyForLongSequencesIsFound) {
+  FunctionTarget t("long-only", 1, [](const at::Tensor& x, bool) {
+    return x.size(1) > 20 ? x + 0.1 * shift_left(x, 5) : x.cumsum(1);
+  });
+  auto r = run_causality_audit(t, opts(24));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 5);
+  auto short_only = run_causality_audit(t, opts(20));
+  EXPECT_EQ(short_only.verdict, "causal");
+}
+
+TEST(AuditModes, LeakOnlyAtAnOddLengthIsFoundByTheSchedule) {
+  // Leaks only when L is odd: L = 32 itself is clean, L - 1 = 31 in the schedule is not.
+  FunctionTarget t("odd-only", 1, [](const at::Tensor& x, bool) {
+    return x.size(1) % 2 == 1 ? x + 0.1 * shift_left(x, 1) : x * 1.0;
+  });
+  auto r = run_causality_audit(t, opts(32));
+  EXPECT_EQ(r.verdict, "leaky");
+  ASSERT_TRUE(r.first_leaking_cut.has_value());
+}
+
+TEST(AuditVacuity, PositionWiseModelIsFlaggedVacuous) {
+  FunctionTarget t("pointwise", 2, [](const at::Tensor& x, bool) { return at::tanh(x); });
+  auto r = run_causality_audit(t, opts(12));
+  EXPECT_EQ(r.verdict, "causal");
+  EXPECT_TRUE(r.vacuous);
+  FunctionTarget u("cumsum", 2, [](const at::Tensor& x, bool) { return x.cumsum(1); });
+  EXPECT_FALSE(run_causality_audit(u, opts(12)).vacuous);
+}
+
+TEST(AuditErrors, NanWrongShapeAndThrowingModelsAreInputErrors) {
+  FunctionTarget nan("nan", 2, [](const at::Tensor& x, bool) { return x / 0.0 * 0.0; });
+  EXPECT_THROW(run_causality_audit(nan, opts(8)), InputError);
+  FunctionTarget inf("inf", 2, [](const at::Tensor& x, bool) { return x / 0.0; });
+  EXPECT_THROW(run_causality_audit(inf, opts(8)), InputError);
+  FunctionTarget shape("shape", 2, [](const at::Tensor& x, bool) { return x.sum(1); });
+  EXPECT_THROW(run_causality_audit(shape, opts(8)), InputError);
+}
