@@ -122,59 +122,55 @@ class Prober {
     return y;
   }
 
-  // Inputs after cut c (0-based: positions c..L-1) replaced, one row per cut c = 1..L-1.
-  static at::Tensor perturb_after_cuts(const at::Tensor& base, const at::Tensor& fresh, int64_t L) {
-    auto pos = at::arange(L, at::kLong).view({1, L});
-    auto cuts = at::arange(1, L, at::kLong).view({L - 1, 1});
-    auto replace = pos.ge(cuts);  // [L-1, L]
-    if (base.dim() == 3) replace = replace.unsqueeze(-1);
-    return at::where(replace, fresh, base);
-  }
-
-  // One mode at one length, all trials: fills table, returns probes run.
+  // One mode at one length, all trials. Probe rows are ordered (cut, trial): row r tests cut
+  // c = r / T + 1 of trial r % T, with inputs from position c on (0-based) replaced. Chunks hold
+  // a multiple of T rows (the last one padded with repeats), so row i of EVERY chunk belongs to
+  // trial i % T and one base pass -- the T base sequences tiled to the chunk's shape -- serves
+  // all chunks. Same shape, same rows: unaffected positions go through bit-identical arithmetic
+  // (rows at different batch positions can round differently in GEMM kernels: measured 2.6e-7
+  // on a causal model). Train mode resets the RNG to the same state before every pass, so row i
+  // sees the same dropout mask in the base and in each probe pass.
   void probe(const std::string& mode, int64_t L, EffectTable& table, Pass& pass) {
     at::NoGradGuard no_grad;
     target_.set_train(mode == "train");
     auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 1000003ULL + static_cast<uint64_t>(L));
-    for (int64_t trial = 0; trial < opt_.trials; ++trial) {
-      auto base = random_inputs(1, L, gen);                       // [1, L(, C)]
-      auto fresh = random_inputs(L - 1, L, gen);                  // [L-1, L(, C)]
-      auto rows = perturb_after_cuts(base.expand_as(fresh), fresh, L);
-      std::map<int64_t, at::Tensor> base_out;  // base outputs by batch size
-      const int64_t chunk = std::max<int64_t>(1, opt_.batch);
-      for (int64_t start = 0; start < L - 1; start += chunk) {
-        const int64_t n = std::min(chunk, L - 1 - start);
-        auto pert = rows.narrow(0, start, n);
-        at::Tensor y_base, y_pert;
-        // The base replicated to the probe batch's shape, so row i of both passes goes through
-        // identical arithmetic (rows at different batch positions can round differently in GEMM
-        // kernels: measured 2.6e-7 on a causal model). Train mode resets the RNG to the same
-        // state before both passes, so row i gets the same dropout mask twice. The seed depends
-        // only on (trial, batch size), so the base pass is computed once per batch size.
-        auto& cached = base_out[n];
-        const uint64_t s = opt_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(1 + trial * 7919 + n));
-        if (!cached.defined()) {
-          if (mode == "train") at::manual_seed(s);
-          cached = run(base.expand_as(pert).contiguous());
-        }
-        y_base = cached;
-        if (mode == "train") at::manual_seed(s);
-        y_pert = run(pert);
-        auto scale = y_base.abs().max().item<double>();
-        if (!(scale > 0)) scale = 1.0;
-        // diff[i, t]: max over features of |y_pert - y_base| at position t of probe row i.
-        auto diff = (y_pert - y_base).abs().amax(-1).to(at::kDouble).div(scale).contiguous();
-        auto acc = diff.accessor<double, 2>();
-        for (int64_t i = 0; i < n; ++i) {
-          const int64_t c = start + i + 1;  // positions 0..c-1 kept
-          for (int64_t t = 0; t < c; ++t) {
-            double v = acc[i][t];
-            table.raise(t, c, v);
-            pass.max_effect = std::max(pass.max_effect, v);
-          }
-        }
-        pass.probes += n;
+    const int64_t T = opt_.trials, R = T * (L - 1);
+    const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
+    auto bases = random_inputs(T, L, gen);                                  // [T, L(, C)]
+    auto fresh = random_inputs(R, L, gen);                                  // [R, L(, C)]
+    auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
+    auto row_cut = at::arange(R, at::kLong).div(T, "floor").add(1);         // [R]
+    auto replace = at::arange(L, at::kLong).view({1, L}).ge(row_cut.view({R, 1}));  // [R, L]
+    if (bases.dim() == 3) replace = replace.unsqueeze(-1);
+    auto rows = at::where(replace, fresh, bases.index_select(0, row_trial));
+    auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T)).contiguous();
+    const uint64_t seed = opt_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(L + (mode == "train" ? 7919 : 0)));
+    if (mode == "train") at::manual_seed(seed);
+    auto y_base = run(base_batch);                                          // [chunk, L, K]
+    auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+    for (int64_t start = 0; start < R; start += chunk) {
+      const int64_t n = std::min(chunk, R - start);
+      auto batch = rows.narrow(0, start, n);
+      if (n < chunk) {  // pad with repeats of the last row to keep the shape
+        auto last = batch.narrow(0, n - 1, 1);
+        std::vector<int64_t> reps(static_cast<size_t>(batch.dim()), 1);
+        reps[0] = chunk - n;
+        batch = at::cat({batch, last.repeat(reps)}, 0);
       }
+      if (mode == "train") at::manual_seed(seed);
+      auto y = run(batch.contiguous());
+      // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
+      auto diff = (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous();
+      auto acc = diff.accessor<double, 2>();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t c = (start + i) / T + 1;  // positions 0..c-1 kept
+        for (int64_t t = 0; t < c; ++t) {
+          double v = acc[i][t];
+          table.raise(t, c, v);
+          pass.max_effect = std::max(pass.max_effect, v);
+        }
+      }
+      pass.probes += n;
     }
   }
 
