@@ -8,4 +8,5 @@ int report_main(int argc, char** argv);
 int bench_main(int argc, char** argv);
 int mixers_main(int argc, char** argv);
 int train_nli_main(int argc, char** argv);
+int params_main(int argc, char** argv);
 }  // namespace grassaudit::cli

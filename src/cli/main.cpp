@@ -25,6 +25,7 @@ const std::vector<Command>& commands() {
       {"report", "regenerate the comparison report from committed artifacts", report_main},
       {"bench", "benchmark a mixer layer or a whole-model training step", bench_main},
       {"mixers", "list the registered token mixers", mixers_main},
+      {"params", "parameter counts of the paper's configurations", params_main},
   };
   return list;
 }
