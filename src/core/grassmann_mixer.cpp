@@ -1,9 +1,11 @@
 #include "core/grassmann_mixer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <tuple>
 
 #include "core/model_config.h"
 #include "core/pluecker.h"
@@ -51,9 +53,6 @@ GrassmannMixerImpl::GrassmannMixerImpl(const GrassmannOptions& options) : option
   gate_ = register_module("gate", torch::nn::Linear(2 * d, d));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   dropout_ = register_module("dropout", torch::nn::Dropout(options_.dropout));
-  // Plain members, not buffers: Module::to(dtype) would turn registered int64 buffers into
-  // floats, and they are a function of r, not state worth checkpointing.
-  std::tie(pair_i_, pair_j_) = pluecker_pair_indices(r);
 }
 
 std::string GrassmannMixerImpl::name() const {
@@ -87,31 +86,80 @@ torch::Tensor GrassmannMixerImpl::geometry_literal(const torch::Tensor& z) {
 }
 
 // z: [B, L, r] -> g: [B, L, d]. Fast: c_t = (1/|W_t|) sum_D z_partner / max(||z_t ^ z_partner||, eps)
-// (norms by Lagrange's identity, only [B, L] scalars per offset), then ONE wedge z_t ^ c_t
-// ([B, L, C]) and one projection per token. Positions with no valid offset get g_t = 0.
+// (norms by Lagrange's identity, one fused loop: pluecker_partner_mean), then ONE wedge z_t ^ c_t
+// ([B, L, C], one gather-free loop: pluecker_wedge) and one projection per token. Positions with
+// no valid offset get g_t = 0: c_t = 0 there so the wedge is 0, and the bias is added only on
+// positions that have a partner.
 torch::Tensor GrassmannMixerImpl::geometry_fast(const torch::Tensor& z) {
-  const int64_t L = z.size(1);
-  auto z2 = (z * z).sum(-1);                                              // [B, L]
-  auto c = at::zeros_like(z);                                             // [B, L, r]
-  for (int64_t D : options_.offsets) {
-    if (D >= L) continue;
-    auto s = pair_slices(z, D, options_.direction);
-    auto a2 = z2.narrow(1, s.start, L - D);
-    auto b2 = z2.narrow(1, s.start == 0 ? D : 0, L - D);
-    auto ab = (s.anchor * s.partner).sum(-1);                             // [B, L-D]
-    auto norm = wedge_norm_from_gram(a2, b2, ab, options_.eps);
-    c = c + scatter_rows(s.partner / norm.unsqueeze(-1), L, s.start);
-  }
+  const int64_t B = z.size(0), L = z.size(1), r = z.size(2), d = options_.d_model;
+  auto c = pluecker_partner_mean(z, options_.offsets, options_.direction == PairDirection::kFuture, options_.eps);
+  auto wedge = pluecker_wedge(z, c);                                        // [B, L, C]
+  auto g = at::mm(wedge.view({B * L, pluecker_dim(r)}), plucker_->weight.t()).view({B, L, d});
   auto count = valid_offset_count(L, options_.offsets, options_.direction, z.options());
-  c = c / count.clamp_min(1).view({1, L, 1});
-  if (pair_i_.device() != z.device()) {
-    pair_i_ = pair_i_.to(z.device());
-    pair_j_ = pair_j_.to(z.device());
+  auto has_any = (count > 0).to(z.scalar_type()).view({L, 1});
+  return g + has_any * plucker_->bias;                                      // bias: [L, d] rows
+}
+
+namespace {
+// mixed = alpha * h + (1 - alpha) * g with alpha = sigmoid(pre), as one autograd node: one
+// fused loop forward (after a vectorised sigmoid), one fused loop backward
+// (grad_pre = gm (h - g) alpha (1 - alpha), grad_h = gm alpha, grad_g = gm (1 - alpha)).
+struct GateBlendFunction : public torch::autograd::Function<GateBlendFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& pre, const at::Tensor& h_in,
+                            const at::Tensor& g_in) {
+    auto alpha = at::sigmoid(pre).contiguous();
+    auto h = h_in.contiguous(), g = g_in.contiguous();
+    auto out = at::empty_like(alpha);
+    const int64_t n = out.numel();
+    AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gate_blend", [&] {
+      const scalar_t* a = alpha.data_ptr<scalar_t>();
+      const scalar_t* hp = h.data_ptr<scalar_t>();
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      scalar_t* o = out.data_ptr<scalar_t>();
+      at::parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) o[i] = a[i] * hp[i] + (scalar_t(1) - a[i]) * gp[i];
+      });
+    });
+    ctx->save_for_backward({alpha, h, g});
+    return out;
   }
-  auto wedge = z.index_select(-1, pair_i_) * c.index_select(-1, pair_j_) -
-               z.index_select(-1, pair_j_) * c.index_select(-1, pair_i_);  // [B, L, C]
-  auto has_any = (count > 0).to(z.scalar_type()).view({1, L, 1});
-  return plucker_->forward(wedge) * has_any;
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    auto alpha = saved[0], h = saved[1], g = saved[2];
+    auto gm = grads[0].contiguous();
+    auto gpre = at::empty_like(alpha), gh = at::empty_like(alpha), gg = at::empty_like(alpha);
+    const int64_t n = alpha.numel();
+    AT_DISPATCH_FLOATING_TYPES(alpha.scalar_type(), "gate_blend_backward", [&] {
+      const scalar_t* a = alpha.data_ptr<scalar_t>();
+      const scalar_t* hp = h.data_ptr<scalar_t>();
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* m = gm.data_ptr<scalar_t>();
+      scalar_t *op = gpre.data_ptr<scalar_t>(), *oh = gh.data_ptr<scalar_t>(), *og = gg.data_ptr<scalar_t>();
+      at::parallel_for(0, n, 32768, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const scalar_t ai = a[i], mi = m[i], bi = scalar_t(1) - ai;
+          op[i] = mi * (hp[i] - gp[i]) * ai * bi;
+          oh[i] = mi * ai;
+          og[i] = mi * bi;
+        }
+      });
+    });
+    return {gpre, gh, gg};
+  }
+};
+}  // namespace
+
+// Fast gate: W_gate [h; g] as two GEMMs on the weight's halves (no [B, L, 2d] concatenation),
+// the second accumulated in place, then the fused blend.
+torch::Tensor GrassmannMixerImpl::gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g) {
+  const int64_t d = options_.d_model;
+  auto h2 = h.reshape({-1, d}), g2 = g.reshape({-1, d});
+  const auto& W = gate_->weight;                                        // [d, 2d]
+  auto pre = at::addmm(gate_->bias, h2, W.narrow(1, 0, d).t());
+  pre.addmm_(g2, W.narrow(1, d, d).t());
+  auto mixed = GateBlendFunction::apply(pre, h2, g2).view(h.sizes());
+  return dropout_->forward(norm_->forward(mixed));
 }
 
 // h, g: [B, L, d] -> dropout(LayerNorm(alpha * h + (1 - alpha) * g)), alpha = sigmoid(W_gate [h; g]).
@@ -122,7 +170,7 @@ torch::Tensor GrassmannMixerImpl::gate_blend(const torch::Tensor& h, const torch
 }
 
 torch::Tensor GrassmannMixerImpl::forward_fast(const torch::Tensor& h) {
-  return gate_blend(h, geometry_fast(reduce_->forward(h)));
+  return gate_blend_fast(h, geometry_fast(reduce_->forward(h)));
 }
 
 torch::Tensor GrassmannMixerImpl::forward_literal(const torch::Tensor& h) {

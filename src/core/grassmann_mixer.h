@@ -5,6 +5,9 @@
 // Two paths with identical parameters:
 //   forward()         fast path: one Pluecker projection per token, via the identity
 //                     mean_D W p_hat(z_t, z_D) = W (z_t ^ c_t), c_t = mean_D z_D / ||z_t ^ z_D||
+//                     with hand-written backward passes (pluecker.h: partner mean, wedge; a
+//                     fused gate blend), no gathers and no per-offset temporaries: its cost is
+//                     the three GEMMs (W_red, W_plu, W_gate) plus a few passes, linear in L.
 //   forward_literal() the reference: one 496-wide Pluecker tensor and projection per offset.
 // Tests hold fast == literal to 1e-5 (float32) and 1e-12 (float64), outputs and gradients.
 #include <string>
@@ -46,7 +49,10 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::Tensor geometry_literal(const torch::Tensor& z);
 
  private:
+  // Reference gate (cat + Linear + sigmoid + blend), used by the literal path.
   torch::Tensor gate_blend(const torch::Tensor& h, const torch::Tensor& g);
+  // Same function, fast: split-weight GEMMs and one fused blend node (custom backward).
+  torch::Tensor gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g);
 
   GrassmannOptions options_;
   torch::nn::Linear reduce_{nullptr};   // W_red: d -> r
@@ -54,7 +60,6 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::nn::Linear gate_{nullptr};     // W_gate: 2d -> d
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
-  torch::Tensor pair_i_, pair_j_;       // Pluecker index pairs [C(r,2)] int64
 };
 
 }  // namespace grassaudit

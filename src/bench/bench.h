@@ -1,0 +1,71 @@
+#pragma once
+// Throughput benchmarks behind `grassaudit bench`:
+//   layer: one mixer layer, forward + backward of a scalar loss (mean of squares, as
+//          reference/python/bench_mha.py), float32, input requires grad, after warm-up.
+//   model: one full training step of a whole language model (forward, next-token
+//          cross-entropy, backward, AdamW step), as reference/python/bench_train_step.py.
+// Several mixers can be timed in one run; their reps are interleaved (rep i of every mixer
+// before rep i + 1 of any), so ratios between them are side by side on a shared machine.
+// No LibTorch headers here: the CLI includes this without pulling torch/torch.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/model_config.h"
+
+namespace grassaudit {
+
+struct BenchTiming {
+  std::string mixer;           // registry name (layer) or "PRESET:mixer" (model)
+  int64_t batch = 0, seq_len = 0;
+  double tokens_per_second = 0;  // batch * seq_len / median step time
+  double ms_median = 0, ms_min = 0, ms_max = 0;
+  int threads = 0;
+  std::string blas, machine;
+  double peak_rss_mb = 0;      // VmHWM over this mixer's timed reps (see peak_rss_mb())
+  double flops_per_step = 0;   // model benchmark: analytic training-step FLOPs (0 = not counted)
+  int reps = 0, warmup = 0;
+};
+
+struct LayerBenchOptions {
+  std::vector<std::string> mixers;  // timed interleaved
+  std::vector<int64_t> seq_lens{128};  // every (mixer, L) pair is one interleaved entry
+  int64_t batch = 32;
+  int64_t tokens = 0;                  // > 0: batch = tokens / L for each L (fixed tokens per step)
+  ModelConfig model;                // d_model, rank, heads, offsets, offset_mode, eps, dropout
+  int reps = 10, warmup = 2;
+};
+
+struct ModelBenchOptions {
+  std::string preset;
+  std::vector<std::string> mixers;
+  ModelConfig model;                // from the preset (+ flag overrides); mixer set per entry
+  int64_t batch = 32;
+  double lr = 3e-4, weight_decay = 0.01;
+  int reps = 3, warmup = 1;
+};
+
+// The single benchmarked layer's config: "all" -> every offset, "per-layer" -> offsets[0] only
+// (layer 0 of a per-layer schedule). max_len = seq_len. Validated (InputError on bad values).
+ModelConfig layer_bench_config(const LayerBenchOptions& o, const std::string& mixer, int64_t seq_len);
+// The batch used at sequence length L (InputError when --tokens is below L).
+int64_t layer_bench_batch(const LayerBenchOptions& o, int64_t seq_len);
+
+std::vector<BenchTiming> bench_layers(const LayerBenchOptions& o);
+std::vector<BenchTiming> bench_models(const ModelBenchOptions& o);
+
+// Analytic FLOPs of one training step (3 x forward GEMM/attention FLOPs; elementwise work not
+// counted) of a language model with this config, batch B, sequence length L.
+double training_step_flops(const ModelConfig& cfg, int64_t B, int64_t L);
+
+// Peak resident set size of this process in MB: VmHWM from /proc/self/status (getrusage as a
+// fallback). reset_peak_rss() lowers it to the current RSS (/proc/self/clear_refs, "5") so a
+// later read covers only what ran since; returns false where the kernel refuses.
+double peak_rss_mb();
+bool reset_peak_rss();
+
+nlohmann::json to_json(const BenchTiming& t);
+
+}  // namespace grassaudit

@@ -1,0 +1,156 @@
+// grassaudit bench: throughput of one mixer layer (forward + backward) or of one whole-model
+// training step. See src/bench/bench.h for what is timed.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/runtime.h"
+#include "core/token_mixer.h"
+#include "train/presets.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/make_dirs.h"
+
+namespace grassaudit::cli {
+namespace {
+
+const char* kUsage =
+    "usage: grassaudit bench --mixer NAME[,NAME...] --batch B --seq-len L [--d-model 256] [--rank 32]\n"
+    "                        [--offsets 1,2,4,8,12,16] [--offset-mode all|per-layer] [--heads 4]\n"
+    "                        [--threads T] [--reps N] [--warmup N] [--dropout P] [--json FILE]\n"
+    "       grassaudit bench --mixer NAME[,NAME...] --tokens T --seq-len L1,L2,...   (sweep, batch = T / L)\n"
+    "       grassaudit bench --model PRESET --mixer NAME[,NAME...] [--batch B] [--threads T] [--reps N]\n"
+    "\n"
+    "Layer mode: one mixer layer, forward + backward of mean(y^2), float32, input requiring grad,\n"
+    "after --warmup untimed reps; dropout 0 unless --dropout (as reference/python/bench_mha.py).\n"
+    "Offsets: in 'all' mode the layer pairs with every offset; in 'per-layer' mode the single\n"
+    "benchmarked layer is layer 0 of the schedule and uses offsets[0] only.\n"
+    "Model mode: one training step (forward, cross-entropy, backward, AdamW step) of the preset's\n"
+    "model, as reference/python/bench_train_step.py; also reports analytic FLOPs, the achieved\n"
+    "GFLOP/s and the machine's measured sgemm rate.\n"
+    "Several comma-separated mixers (and sequence lengths) are timed in one run with their reps\n"
+    "interleaved, so their ratios are measured side by side. Output: JSON on stdout (one object, or {\"results\": [...]}\n"
+    "for several mixers) with tokens_per_second (median over reps), ms_per_step {median,min,max},\n"
+    "threads, peak_rss_mb, blas, mixer, batch, seq_len, machine; --json FILE writes the same.";
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw InputError("--mixer needs at least one name");
+  return out;
+}
+
+int run(int argc, char** argv) {
+  po::options_description desc("bench options");
+  int threads = 0;
+  desc.add_options()
+      ("mixer", po::value<std::string>()->required(), "mixer name(s), comma-separated (see grassaudit mixers)")
+      ("model", po::value<std::string>(), "time a whole-model training step of this preset (e.g. paper-6l-L128)")
+      ("batch", po::value<int64_t>(), "batch size B (layer default 32; model default: the preset's)")
+      ("seq-len", po::value<std::string>(), "sequence length L, or a comma list for layer sweeps (layer default 128; model default: the preset's max_len)")
+      ("tokens", po::value<int64_t>(), "layer mode: fixed tokens per step, batch = tokens / L (instead of --batch)")
+      ("reps", po::value<int>(), "timed reps (layer default 10, model default 3); the median is reported")
+      ("warmup", po::value<int>(), "untimed warm-up reps per mixer (layer default 2, model default 1)")
+      ("json", po::value<std::string>(), "also write the JSON to this file");
+  add_threads_option(desc, &threads);
+  add_model_options(desc);
+  po::variables_map vm;
+  if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
+  configure_threads(threads);
+
+  const auto mixers = split_names(vm["mixer"].as<std::string>());
+  for (const auto& m : mixers) MixerRegistry::instance().check_name(m);
+  auto opt_int = [&](const char* key, int64_t fallback) {
+    return vm.count(key) ? vm[key].as<int64_t>() : fallback;
+  };
+  auto opt_reps = [&](const char* key, int fallback) { return vm.count(key) ? vm[key].as<int>() : fallback; };
+
+  std::vector<BenchTiming> results;
+  double gemm = 0;
+  if (vm.count("model")) {
+    Preset preset = get_preset(vm["model"].as<std::string>());
+    ModelBenchOptions o;
+    o.preset = preset.name;
+    o.mixers = mixers;
+    o.model = model_config_from_flags(vm, preset.model);
+    if (vm.count("tokens")) throw InputError("--tokens applies to layer benchmarks, not --model");
+    if (vm.count("seq-len")) {
+      auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+      if (Ls.size() != 1) throw InputError("--model takes one --seq-len");
+      o.model.max_len = Ls[0];
+    }
+    o.batch = opt_int("batch", preset.train.batch);
+    o.lr = preset.train.lr;
+    o.weight_decay = preset.train.weight_decay;
+    o.reps = opt_reps("reps", 3);
+    o.warmup = opt_reps("warmup", 1);
+    if (o.warmup < 0) throw InputError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+    for (const auto& m : mixers) {  // every value checked before the banner and any work
+      ModelConfig c = o.model;
+      c.mixer = m;
+      c.validate();
+    }
+    std::cerr << runtime_banner();
+    results = bench_models(o);
+    gemm = measure_gemm_gflops(1024, 5);
+  } else {
+    LayerBenchOptions o;
+    o.mixers = mixers;
+    ModelConfig base;
+    base.offset_mode = "all";
+    base.dropout = 0.0;
+    o.model = model_config_from_flags(vm, base);
+    if (vm.count("tokens") && vm.count("batch")) throw InputError("give --batch or --tokens, not both");
+    o.batch = opt_int("batch", 32);
+    o.tokens = opt_int("tokens", 0);
+    if (vm.count("tokens") && o.tokens < 1) throw InputError(fmt::format("--tokens must be >= 1, got {}", o.tokens));
+    if (vm.count("seq-len")) o.seq_lens = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+    o.reps = opt_reps("reps", 10);
+    o.warmup = opt_reps("warmup", 2);
+    for (int64_t L : o.seq_lens)
+      for (const auto& m : mixers) layer_bench_config(o, m, L);  // every value checked first
+    std::cerr << runtime_banner();
+    results = bench_layers(o);
+  }
+
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : results) {
+    auto j = to_json(t);
+    if (gemm > 0) {
+      j["gemm_gflops"] = gemm;
+      j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / gemm;
+    }
+    arr.push_back(j);
+    std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
+                             "peak RSS {:.0f} MB\n",
+                             t.mixer, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
+                             t.peak_rss_mb);
+  }
+  nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
+  const std::string text = doc.dump(2) + "\n";
+  std::cout << text;
+  if (vm.count("json")) {
+    const std::string path = vm["json"].as<std::string>();
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) make_dirs(parent.string());
+    write_file_atomic(path, text);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  return guarded("bench", [&] { return run(argc, argv); });
+}
+
+}  // namespace grassaudit::cli
