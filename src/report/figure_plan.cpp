@@ -169,20 +169,28 @@ void plan_leak_maps(const std::vector<RunRecord>& runs,
 
 void plan_bench(const std::vector<BenchPoint>& bench, FigurePlan& plan) {
   if (bench.empty()) return;
-  std::set<long long> batches, threads;
+  // One series per mixer: a sweep at fixed tokens per step has a different batch at every L,
+  // so the label names tokens per step (B x L) when sweeps differ, never the batch.
+  std::set<long long> tokens_per_step, threads;
   for (const auto& p : bench) {
-    batches.insert(p.batch);
+    tokens_per_step.insert(static_cast<long long>(p.batch) * p.seq_len);
     threads.insert(p.threads.value_or(0));
   }
-  std::map<std::string, std::string> series;  // label -> data
+  const bool fixed_tokens = tokens_per_step.size() == 1;
+  std::map<std::string, std::map<long long, double>> points;  // label -> L -> tokens/s
   for (const auto& p : bench) {
     std::string label = p.mixer;
-    if (batches.size() > 1) label += " B=" + std::to_string(p.batch);
+    if (!fixed_tokens) label += " (" + std::to_string(static_cast<long long>(p.batch) * p.seq_len) + " tok/step)";
     if (threads.size() > 1) label += " T=" + (p.threads ? std::to_string(*p.threads) : "?");
-    series[label] += fmt::format("{} {:.6g}\n", p.seq_len, p.tokens_per_second);
+    points[label][p.seq_len] = p.tokens_per_second;
   }
+  std::map<std::string, std::string> series;  // label -> data, sorted by L
+  for (const auto& [label, by_len] : points)
+    for (const auto& [L, tps] : by_len) series[label] += fmt::format("{} {:.6g}\n", L, tps);
   std::string body;
-  body += "set title 'Throughput vs sequence length'\n";
+  body += fixed_tokens ? fmt::format("set title 'Throughput vs sequence length ({} tokens per step)'\n",
+                                     *tokens_per_step.begin())
+                       : std::string("set title 'Throughput vs sequence length'\n");
   body += "set xlabel 'sequence length L (log scale)'\nset ylabel 'tokens / s (log scale)'\n";
   body += "set logscale x 2\nset logscale y\nset grid\nset key outside right top\n";
   body += "plot ";
@@ -197,7 +205,7 @@ void plan_bench(const std::vector<BenchPoint>& bench, FigurePlan& plan) {
   body += "\n";
   plan.script += both_terminals("bench", body, 900, 540);
   plan.figures.push_back({"bench", "Throughput vs sequence length",
-                          "From the throughput measurements (bench folder, *.json): training-step throughput per mixer "
+                          "From the throughput measurements (bench folder, *.json): one mixer layer, forward + backward, per mixer "
                           "(machine, threads and BLAS in the table below)."});
 }
 
