@@ -1,0 +1,92 @@
+// grassaudit eval: perplexity of a checkpoint on a WikiText-2 split, through the audit gate.
+// A leaky checkpoint still gets its number, quarantined ("quarantined_ppl") and labelled LEAKY;
+// the exit status is 0 either way (the number is quarantined, not hidden).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/checkpoint.h"
+#include "core/runtime.h"
+#include "text/wikitext2.h"
+#include "train/gate.h"
+#include "train/lm_data.h"
+#include "train/train_config.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/format_count.h"
+
+namespace grassaudit::cli {
+
+int eval_main(int argc, char** argv) {
+  return guarded("eval", [&]() -> int {
+    po::options_description desc("eval options");
+    int threads = 0;
+    std::string checkpoint, split, json_path, data_dir;
+    desc.add_options()
+        ("checkpoint", po::value<std::string>(&checkpoint)->required(), "checkpoint file (last.ckpt, best.ckpt)")
+        ("split", po::value<std::string>(&split)->required(), "valid | test")
+        ("json", po::value<std::string>(&json_path), "also write the result as JSON to this file")
+        ("data-dir", po::value<std::string>(&data_dir), "folder holding wikitext-2/ and bert-base-uncased/")
+        ("allow-other-data", "accept data files that differ from the published WikiText-2");
+    add_threads_option(desc, &threads);
+    po::variables_map vm;
+    if (!parse(argc, argv, desc, vm,
+               "usage: grassaudit eval --checkpoint FILE --split valid|test [--json FILE] [--data-dir DIR] [--threads T]"))
+      return kExitOk;
+    if (split != "valid" && split != "test") throw InputError(fmt::format("--split must be valid or test, got '{}'", split));
+
+    LoadedCheckpoint ck = load_checkpoint(checkpoint);
+    configure_threads(threads);
+    print_runtime_banner();
+    TrainConfig tcfg;
+    if (ck.meta.contains("train")) {
+      tcfg = train_config_from_json(ck.meta["train"]);
+    } else {
+      // Not written by grassaudit train: infer the tokenizer from the vocabulary size.
+      if (ck.config.vocab_size == 33278) tcfg.tokenizer = "word";
+      else if (ck.config.vocab_size == 30522) tcfg.tokenizer = "wordpiece";
+      else
+        throw InputError(fmt::format("{}: no train config, and vocab_size {} matches neither tokenizer", checkpoint,
+                                     ck.config.vocab_size));
+      tcfg.seq_len = 0;
+    }
+    tcfg.validate(ck.config);
+    const int64_t L = tcfg.block_len(ck.config);
+    TokenizedCorpus corpus = load_wikitext2(data_dir, tcfg.tokenizer, vm.count("allow-other-data") > 0,
+                                            default_cache_dir());
+    if (corpus.vocab_size() != ck.config.vocab_size)
+      throw InputError(fmt::format("{}: vocab_size {} does not match the {} tokenizer's vocabulary ({})", checkpoint,
+                                   ck.config.vocab_size, tcfg.tokenizer, corpus.vocab_size()));
+    const LmBlocks blocks =
+        make_lm_blocks(limit_tokens(split == "valid" ? corpus.valid : corpus.test, tcfg.eval_max_tokens), L);
+    if (blocks.num_blocks == 0) throw InputError(fmt::format("seq_len {} leaves the {} split with no block", L, split));
+
+    std::cerr << fmt::format("{}: mixer {}, L {}, {} {} tokens{}; auditing the weights first...\n", checkpoint,
+                             ck.config.mixer, L, format_count(blocks.num_blocks * L), split,
+                             tcfg.eval_max_tokens > 0 ? " (limited by the run's eval_max_tokens)" : "");
+    AuditGate gate(gate_audit_options(L, tcfg.audit_trials, tcfg.audit_batch, tcfg.seed));
+    auto g = gated_evaluate(gate, ck.model, blocks, tcfg.eval_batch, c10::Device(c10::kCPU));
+    const double ppl = g->stats.ppl();
+    std::cout << describe_ppl(split, ppl, g->audit) << "\n";
+    if (g->leaky())
+      std::cout << "LEAKY: outputs depend on future tokens; the figure is quarantined, not a perplexity.\n";
+    if (!json_path.empty()) {
+      nlohmann::json j{{"split", split}, {"loss", g->stats.loss}, {"tokens", g->stats.tokens}};
+      put_ppl(j, "ppl", ppl, g->leaky());
+      j["audit"] = audit_brief(g->audit);
+      j["checkpoint"] = checkpoint;
+      j["weights_sha256"] = g->audit.weights_sha256;
+      j["mixer"] = ck.config.mixer;
+      j["tokenizer"] = tcfg.tokenizer;
+      j["seq_len"] = L;
+      write_file_atomic(json_path, j.dump(2) + "\n");
+    }
+    return kExitOk;
+  });
+}
+
+}  // namespace grassaudit::cli

@@ -1,0 +1,139 @@
+// grassaudit train: train a language model on WikiText-2 (audit gate before every perplexity).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "core/checkpoint.h"
+#include "core/runtime.h"
+#include "train/lm_data.h"
+#include "train/presets.h"
+#include "train/trainer.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace grassaudit::cli {
+namespace {
+
+// {"model": {...}, "train": {...}}; anything else is an error.
+void apply_config_file(const std::string& path, ModelConfig& model, TrainConfig& train, bool* has_mixer,
+                       bool* has_vocab) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    throw InputError(fmt::format("{}: not valid JSON ({})", path, what.substr(0, what.find('\n'))));
+  }
+  if (!j.is_object()) throw InputError(fmt::format("{}: must be a JSON object {{\"model\": ..., \"train\": ...}}", path));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    try {
+      if (it.key() == "model") {
+        model = model_config_from_json(it.value(), model);
+        *has_mixer = it.value().contains("mixer");
+        *has_vocab = it.value().contains("vocab_size");
+      } else if (it.key() == "train") {
+        train = train_config_from_json(it.value(), train);
+      } else {
+        throw InputError(fmt::format("unknown top-level key '{}' (expected \"model\" and \"train\")", it.key()));
+      }
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", path, e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+int train_main(int argc, char** argv) {
+  return guarded("train", [&]() -> int {
+    po::options_description desc("train options");
+    int threads = 0;
+    std::string mixer, preset, config, data_dir, tokenizer, out, resume, device;
+    int64_t epochs = 0, max_tokens = -1, audit_trials = 0;
+    uint64_t seed = 0;
+    desc.add_options()
+        ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
+        ("preset", po::value<std::string>(&preset),
+         fmt::format("settings preset: {}", fmt::join(preset_names(), " | ")).c_str())
+        ("config", po::value<std::string>(&config), "JSON file {\"model\": {...}, \"train\": {...}} (instead of --preset)")
+        ("data-dir", po::value<std::string>(&data_dir), "folder holding wikitext-2/ and bert-base-uncased/")
+        ("tokenizer", po::value<std::string>(&tokenizer), "word | wordpiece (default: the preset's, wordpiece)")
+        ("epochs", po::value<int64_t>(&epochs), "epochs (sets the LR schedule's length)")
+        ("max-tokens", po::value<int64_t>(&max_tokens), "stop after this many training tokens (0 = no limit)")
+        ("out", po::value<std::string>(&out), "output folder (default: runs/<preset>-<tokenizer>-<mixer>)")
+        ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its config is used)")
+        ("seed", po::value<uint64_t>(&seed), "random seed (init, dropout, data order, audit)")
+        ("device", po::value<std::string>(&device)->default_value("cpu"), "cpu | cuda")
+        ("audit-trials", po::value<int64_t>(&audit_trials), "audit gate trials (default 3)")
+        ("allow-other-data", "accept data files that differ from the published WikiText-2");
+    add_threads_option(desc, &threads);
+    add_model_options(desc);
+    po::variables_map vm;
+    const std::string usage =
+        "usage: grassaudit train --mixer NAME --preset NAME|--config FILE [--data-dir DIR] [--tokenizer word|wordpiece]\n"
+        "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
+        "                        [--device cpu|cuda] [model flags]";
+    if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
+
+    TrainRequest req;
+    req.data_dir = data_dir;
+    req.cache_dir = default_cache_dir();
+    req.allow_other_data = vm.count("allow-other-data") > 0;
+    req.device = device;
+    if (device != "cpu" && device != "cuda") throw InputError(fmt::format("--device must be cpu or cuda, got '{}'", device));
+
+    if (vm.count("resume")) {
+      for (const char* flag : {"mixer", "preset", "config", "tokenizer", "epochs", "seed", "audit-trials",
+                               "vocab-size", "d-model", "rank", "layers", "max-len", "heads", "d-ff", "dropout",
+                               "eps", "offsets", "offset-mode"})
+        if (vm.count(flag))
+          throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's config is used)", flag));
+      req.resume = resume;
+      load_checkpoint(resume);  // a missing or corrupt checkpoint: one line, before any other output
+      if (vm.count("max-tokens")) {
+        if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
+        req.max_tokens_override = max_tokens;
+      }
+      req.out_dir = vm.count("out") ? out : default_resume_out_dir(resume);
+    } else {
+      if (vm.count("preset") == vm.count("config"))
+        throw InputError("give exactly one of --preset NAME or --config FILE");
+      bool has_mixer = false, has_vocab = false;
+      if (vm.count("preset")) {
+        Preset p = get_preset(preset);
+        req.model = p.model;
+        req.train = p.train;
+        req.preset = p.name;
+      } else {
+        apply_config_file(config, req.model, req.train, &has_mixer, &has_vocab);
+        req.preset = "config:" + config;
+      }
+      if (vm.count("mixer")) req.model.mixer = mixer;
+      else if (!has_mixer) throw InputError("--mixer is required (future, past or attention)");
+      req.model = model_config_from_flags(vm, req.model);
+      req.vocab_size_explicit = has_vocab || vm.count("vocab-size") > 0;
+      if (vm.count("tokenizer")) req.train.tokenizer = tokenizer;
+      if (vm.count("epochs")) req.train.epochs = epochs;
+      if (vm.count("max-tokens")) req.train.max_tokens = max_tokens;
+      if (vm.count("seed")) req.train.seed = seed;
+      if (vm.count("audit-trials")) req.train.audit_trials = audit_trials;
+      // Cheap checks before the data is loaded (vocab_size is validated once it is known).
+      req.model.validate();
+      req.train.validate(req.model);
+      const std::string name = vm.count("preset") ? preset : "config";
+      req.out_dir = vm.count("out") ? out : fmt::format("runs/{}-{}-{}", name, req.train.tokenizer, req.model.mixer);
+    }
+    if (req.out_dir.empty()) throw InputError("--out must not be empty");
+
+    configure_threads(threads);
+    print_runtime_banner();
+    run_training(req);  // a signal also ends with exit 0 (checkpoint saved, message printed)
+    return kExitOk;
+  });
+}
+
+}  // namespace grassaudit::cli

@@ -1,0 +1,20 @@
+#pragma once
+// SIGINT / SIGTERM during training: the first signal sets a flag the trainer polls between
+// steps (it then writes last.ckpt and exits 0); a second signal exits at once with 130
+// (checkpoint writes are atomic, so nothing half-written is left behind).
+namespace grassaudit {
+
+// Installs the handlers for the lifetime of the guard; restores the previous ones after.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+};
+
+bool interrupt_requested();
+int interrupt_signal();      // the signal number received (0 if none)
+void clear_interrupt();      // for tests
+
+}  // namespace grassaudit
