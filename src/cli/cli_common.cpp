@@ -59,7 +59,7 @@ void add_model_options(po::options_description& desc) {
       ("d-model", po::value<int64_t>(), "model width d")
       ("rank", po::value<int64_t>(), "Grassmann reduced rank r (>= 2)")
       ("layers", po::value<int64_t>(), "number of blocks N")
-      ("max-len", po::value<int64_t>(), "position table size L_max")
+      ("max-len", po::value<int64_t>(), "position table size L_max (train: also the block length L)")
       ("heads", po::value<int64_t>(), "attention heads")
       ("d-ff", po::value<int64_t>(), "feed-forward width")
       ("dropout", po::value<double>(), "dropout rate")
