@@ -1,0 +1,77 @@
+#pragma once
+// grassaudit train-nli: SNLI with the Grassmann-Pluecker head or the Transformer head on the
+// shared encoder (nli_model.h), several seeds in one run, under the conventions of the LM trainer
+// (train/trainer.h): AdamW (weight decay on matrices and embeddings only), linear warmup + cosine
+// (train/schedule.h), gradient clipping, per-epoch selection on the held-out split, atomic
+// checkpoints, bit-exact resume, SIGINT/SIGTERM save-and-exit-0 (train/interrupt.h), progress
+// bar on a terminal and plain lines otherwise (train/progress.h).
+//
+// Artifacts in out_dir:
+//   config.json            {"model", "train", "seeds", "protocol", "features", "data"}
+//   metrics-seed<S>.jsonl  {"type":"train", seed, step, epoch, loss, lr, examples_per_second,
+//                           tokens_per_second, elapsed} every log_every steps and at epoch ends;
+//                          {"type":"eval", seed, epoch, step, split:"val", accuracy, loss} per
+//                          epoch; {"type":"eval", split:"test", epoch: best epoch, ...} at the end
+//   summary.json           the report generator's SNLI record (report/runs.cpp), all seeds
+//   checkpoints/last.ckpt  the current seed's state (+ results of the seeds already done)
+//   checkpoints/best-seed<S>.ckpt  the best-validation weights of seed S (test is run on them)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "nli/nli_model.h"
+
+namespace grassaudit {
+
+struct NliTrainConfig {
+  int64_t epochs = 2;    // the budget setting of reports/runs/snli-* (2 cores, 6 runs in ~25 min); the paper: 20
+  int64_t batch = 32;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.98;
+  double adam_eps = 1e-8;
+  double weight_decay = 0.01;
+  double warmup_fraction = 0.1;  // of all steps, linear from 0
+  double min_lr_ratio = 0.1;     // cosine floor
+  double clip = 1.0;             // global gradient-norm clip; 0 = off
+  int64_t log_every = 50;
+  int64_t eval_batch = 128;
+  double holdout = 0.1;          // offline protocol: share of dev held out for selection
+  int64_t max_examples = 0;      // > 0: first N pairs of every split
+  int64_t max_sentence_tokens = 48;
+
+  void validate() const;  // InputError naming the first bad field
+};
+
+nlohmann::json to_json(const NliTrainConfig& c);
+NliTrainConfig nli_train_config_from_json(const nlohmann::json& j, NliTrainConfig base = {});
+
+struct NliTrainRequest {
+  NliConfig model;              // vocab_rows / full_vocab are set from the data
+  NliTrainConfig train;
+  std::vector<uint64_t> seeds{1, 2, 3};
+  std::string data_dir;         // --data-dir ("" = default lookup)
+  std::string train_file;       // --train ("" = offline protocol)
+  std::string out_dir;
+  std::string resume;           // a checkpoints/last.ckpt; its configs, seeds and data are used
+  bool plain_progress = false;
+};
+
+struct NliOutcome {
+  bool interrupted = false;
+  bool completed = false;
+  std::string out_dir;
+};
+
+NliOutcome run_nli_training(const NliTrainRequest& request);
+
+// Parameter count of a model with `config` (any head), built and discarded without touching the
+// global RNG.
+int64_t nli_parameter_count(const NliConfig& config, int64_t* head_params = nullptr);
+
+// One line describing the shared encoder, for "features" in summary.json.
+std::string nli_features_description(const NliConfig& c, bool offline);
+
+}  // namespace grassaudit
