@@ -53,6 +53,18 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
   const PaperLmRow* paper =
       run.layers && run.seq_len ? find_paper_row(pub, "grassmann", *run.layers, *run.seq_len)
                                 : nullptr;
+  // No row at this depth: compare with the paper's Grassmann row at the same L (first
+  // schedule) and say that the depth differs, rather than saying nothing.
+  bool depth_differs = false;
+  if (!paper && run.seq_len) {
+    for (const auto& r : pub.lm) {
+      if (r.mixer == "grassmann" && r.seq_len == *run.seq_len && r.schedule == "first") {
+        paper = &r;
+        depth_differs = true;
+        break;
+      }
+    }
+  }
   if (q) {
     md += "- Best validation perplexity: " + quarantined_cell(*q, run.audit.leak_horizon) + ".\n";
   }
@@ -61,6 +73,9 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
           std::to_string(paper->layers) + " layers: " + paper->val_ppl_text + " (" +
           paper->source + ")";
     if (q) md += "; quarantined / paper = " + fmt_ratio(*q / paper->val_ppl);
+    if (depth_differs)
+      md += " (the paper has no row at this depth: this is its row at the same L, " +
+            std::to_string(paper->layers) + " layers against this run's " + or_dash(run.layers) + ")";
     md += ".\n";
   }
   const RunRecord* past = causal_peer(runs, run, "past");
@@ -116,6 +131,13 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
       conclusion += fewer_epochs ? fmt::format(" (this run trained {} of the paper's {} epochs).",
                                                fmt_epochs(*run.epochs), fmt_epochs(pub.epochs))
                                  : ".";
+    }
+    if (depth_differs) {
+      conclusion += fmt::format(
+          " Caveat: the paper's row has {} layers, this run {}; the paper-scale literal model has "
+          "more capacity and a wider future window, so it is expected to go lower still, not "
+          "higher (an expectation, not a measurement).",
+          paper->layers, or_dash(run.layers));
     }
     if (past && past->best_valid_ppl) {
       const double vs_past = *q / *past->best_valid_ppl;
