@@ -11,6 +11,7 @@ PKGS=(
   libutf8proc-dev         # Unicode NFD / case folding for the WordPiece tokenizer
   zlib1g-dev              # gzip readers (SNLI)
   gnuplot-nox
+  clang-14 libclang-rt-14-dev   # libFuzzer targets (scripts/fuzz)
   python3 python3-torch python3-numpy   # reference/ and scripts/ only (fixtures, baselines)
 )
 missing=()

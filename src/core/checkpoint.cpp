@@ -1,5 +1,9 @@
 #include "core/checkpoint.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
@@ -15,12 +19,15 @@
 namespace grassaudit {
 namespace {
 constexpr const char* kMagic = "grassaudit-checkpoint-v1";
+constexpr const char* kWeightsKey = "stored_weights_sha256";
 }
 
 void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
                      const nlohmann::json& meta_in) {
   nlohmann::json meta = meta_in;
   meta["model"] = to_json(model->config());
+  // The archive format has no checksum over tensor data (a flipped byte loads silently).
+  meta[kWeightsKey] = weights_sha256(*model);
   torch::serialize::OutputArchive archive;
   archive.write("magic", c10::IValue(std::string(kMagic)));
   archive.write("meta", c10::IValue(meta.dump()));
@@ -34,11 +41,26 @@ void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim
   }
   archive.write("rng_state", at::detail::getDefaultCPUGenerator().get_state());
   write_file_atomic_with(path, [&](const std::string& tmp) {
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw InputError(fmt::format("cannot write checkpoint {}: {}", path, std::strerror(errno)));
+    // Never report a short write back to LibTorch: PyTorchStreamWriter then throws from inside a
+    // miniz callback and again from its destructor, which ends in std::terminate (a full disk
+    // would abort the trainer). The first error is kept and reported once the archive is done.
+    int err = 0;
+    auto sink = [&](const void* data, size_t n) -> size_t {
+      if (err == 0 && n > 0 && std::fwrite(data, 1, n, f) != n) err = errno ? errno : EIO;
+      return n;
+    };
     try {
-      archive.save_to(tmp);
+      archive.save_to(sink);
     } catch (const c10::Error& e) {
-      throw InputError(fmt::format("cannot write checkpoint {}: {}", path, e.what_without_backtrace()));
+      std::fclose(f);
+      std::string what = e.what_without_backtrace();
+      throw InputError(fmt::format("cannot write checkpoint {}: {}", path, what.substr(0, what.find('\n'))));
     }
+    if (std::fflush(f) != 0 && err == 0) err = errno;
+    if (std::fclose(f) != 0 && err == 0) err = errno;
+    if (err != 0) throw InputError(fmt::format("cannot write checkpoint {}: {}", path, std::strerror(err)));
   });
 }
 
@@ -59,7 +81,26 @@ torch::serialize::InputArchive open_archive(const std::string& path) {
 }
 }  // namespace
 
+namespace {
+LoadedCheckpoint load_checkpoint_unguarded(const std::string& path);
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& path) {
+  try {
+    return load_checkpoint_unguarded(path);
+  } catch (const InputError&) {
+    throw;
+  } catch (const c10::Error& e) {  // a damaged record inside a readable archive
+    std::string what = e.what_without_backtrace();
+    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
+  } catch (const std::exception& e) {  // e.g. the TorchScript parser on a damaged code record
+    std::string what = e.what();
+    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
+  }
+}
+
+namespace {
+LoadedCheckpoint load_checkpoint_unguarded(const std::string& path) {
   read_file(path);  // missing / directory / unreadable -> one-line InputError naming the path
   auto archive = open_archive(path);
   LoadedCheckpoint out;
@@ -72,11 +113,21 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     throw InputError(fmt::format("{}: checkpoint meta is not JSON", path));
   }
   if (!out.meta.contains("model")) throw InputError(fmt::format("{}: checkpoint meta has no model config", path));
-  out.config = model_config_from_json(out.meta["model"]);
+  try {
+    out.config = model_config_from_json(out.meta["model"]);
+    out.config.validate();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: bad model config in checkpoint: {}", path, e.what()));
+  }
   out.model = LanguageModel(out.config);
   torch::serialize::InputArchive model_archive;
   if (!archive.try_read("model", model_archive))
     throw InputError(fmt::format("{}: checkpoint has no model weights", path));
+  // Module::load replaces each tensor without comparing shapes: check them against the model
+  // the stored config builds, so weights from another config are an error, not a later crash.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
+  for (const auto& kv : out.model->named_parameters()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
+  for (const auto& kv : out.model->named_buffers()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
   try {
     out.model->load(model_archive);
   } catch (const c10::Error& e) {
@@ -84,10 +135,25 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     throw InputError(fmt::format("{}: weights do not match the stored config ({})", path,
                                  what.substr(0, what.find('\n'))));
   }
+  size_t i = 0;
+  auto check = [&](const std::string& name, const at::Tensor& t) {
+    if (i < expected.size() && expected[i].first == name && t.sizes().vec() == expected[i].second) {
+      ++i;
+      return;
+    }
+    throw InputError(fmt::format("{}: weights do not match the stored config ({}: stored [{}], config [{}])", path,
+                                 name, fmt::join(t.sizes().vec(), ", "),
+                                 i < expected.size() ? fmt::format("{}", fmt::join(expected[i].second, ", ")) : ""));
+  };
+  for (const auto& kv : out.model->named_parameters()) check(kv.key(), kv.value());
+  for (const auto& kv : out.model->named_buffers()) check(kv.key(), kv.value());
+  if (out.meta.contains(kWeightsKey) && out.meta[kWeightsKey] != weights_sha256(*out.model))
+    throw InputError(fmt::format("{}: corrupt checkpoint (weights do not match their stored checksum)", path));
   return out;
 }
+}  // namespace
 
-void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) {
+void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) try {
   auto archive = open_archive(path);
   torch::serialize::InputArchive opt_archive;
   if (!archive.try_read("optimizer", opt_archive))
@@ -103,6 +169,11 @@ void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& op
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(rng);
   }
+} catch (const InputError&) {
+  throw;
+} catch (const std::exception& e) {  // c10::Error included: a damaged record
+  std::string what = e.what();
+  throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
 }
 
 std::string weights_sha256(torch::nn::Module& module) {

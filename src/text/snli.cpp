@@ -45,9 +45,12 @@ SnliData read_snli(const std::string& path) {
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      // e.what() is one line: "[json.exception.parse_error.101] parse error at ...".
-      throw InputError(where + ": not JSON: " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+      // e.what() is one line: "[json.exception.parse_error.101] parse error at ...", or
+      // out_of_range.406 for a number too large to represent (it quotes the whole number).
+      std::string what = e.what();
+      if (what.size() > 200) what = what.substr(0, 200) + "...";
+      throw InputError(where + ": not JSON: " + what);
     }
     if (!record.is_object()) throw InputError(where + ": not a JSON object");
     ++data.lines;

@@ -32,6 +32,19 @@ void fsync_path(const std::string& path) {
 
 void write_file_atomic_with(const std::string& path,
                             const std::function<void(const std::string& tmp_path)>& write) {
+  // Only a plain regular file (or a path that does not exist yet) is replaced by rename. A
+  // directory is an error. A device, pipe or symbolic link (/dev/full, a FIFO, /dev/stdout ->
+  // /proc/self/fd/1, even when fd 1 is a regular file) is written in place: renaming a temporary
+  // over it would replace the device node or the link itself (as root, in /dev), and removing it
+  // on failure would delete it.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError("cannot write " + path + ": is a directory");
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) {
+    write(path);
+    return;
+  }
   const std::string tmp = temp_path_for(path);
   try {
     write(tmp);

@@ -7,7 +7,9 @@
 namespace grassaudit {
 
 // Writes `contents` to `path` atomically. Throws InputError naming the path on any failure
-// (unwritable folder, full disk); the temporary file is removed on failure.
+// (unwritable folder, full disk, a directory in the way); the temporary file is removed on
+// failure. A path that names a device, pipe or symbolic link (/dev/full, /dev/stdout) is written
+// in place (not atomically): replacing it would replace the device node or the link itself.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
 // Same, for writers that stream into a file: `write` receives the temporary path and must

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for SECONDS each (one after another, one core), building them
+# first if needed. Corpora live in build-fuzz/corpus/<target> (kept between runs, seeded from the
+# shared data folder when present); crashes go to build-fuzz/findings/<target>/.
+#   scripts/fuzz/run.sh SECONDS [TARGET...]
+# Exit status: 0 no finding, 1 a target found a crash/leak/UB (see the log it names).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="${FUZZ_OUT:-$ROOT/build-fuzz}"
+SECS="${1:?usage: scripts/fuzz/run.sh SECONDS [TARGET...]}"
+shift
+"$ROOT/scripts/fuzz/build.sh" "$OUT" >/dev/null
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for t in "$ROOT"/scripts/fuzz/fuzz_*.cpp; do targets+=("$(basename "$t" .cpp)"); done
+fi
+DATA="${GRASSAUDIT_DATA:-$ROOT/../shared/data}"
+
+seed() {  # seed TARGET: a few real-data examples in an empty corpus
+  local c="$OUT/corpus/$1"
+  mkdir -p "$c"
+  [ -n "$(ls -A "$c")" ] && return 0
+  printf 'hello world\n' >"$c/plain"
+  case "$1" in
+    fuzz_wordpiece|fuzz_word_tokenizer)
+      [ -f "$DATA/wikitext-2/wiki.valid.tokens" ] && head -c 2000 "$DATA/wikitext-2/wiki.valid.tokens" >"$c/wiki"
+      printf 'Unaffable café 中文 naïve\tTAB\r\nx\ry' >"$c/unicode" ;;
+    fuzz_snli)
+      if [ -f "$DATA/snli/snli_1.0_dev.jsonl.gz" ]; then
+        (zcat "$DATA/snli/snli_1.0_dev.jsonl.gz" | head -3 >"$c/dev3") || true
+        gzip -c "$c/dev3" >"$c/dev3.gz"
+      fi
+      printf '{"gold_label": "-", "sentence1": "a", "sentence2": "b"}\n' >"$c/nolabel" ;;
+    fuzz_vocab)
+      printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##s\n' >"$c/vocab"
+      [ -f "$DATA/bert-base-uncased/vocab.txt" ] && head -c 3000 "$DATA/bert-base-uncased/vocab.txt" >"$c/bert" ;;
+    fuzz_token_cache)
+      printf '\x01\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00hi' >"$c/payload" ;;
+  esac
+}
+
+status=0
+for t in "${targets[@]}"; do
+  seed "$t"
+  mkdir -p "$OUT/findings/$t"
+  log="$OUT/findings/$t.log"
+  echo "fuzz: $t for ${SECS}s"
+  if "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$OUT/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
+    echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') runs," \
+         "corpus $(ls "$OUT/corpus/$t" | wc -l) files, $(grep -oE 'cov: [0-9]+' "$log" | tail -1)"
+  else
+    status=1
+    echo "fuzz: $t FOUND A PROBLEM; log: $log, inputs: $OUT/findings/$t/"
+    grep -E 'ERROR|SUMMARY|runtime error|deadly|uncaught' "$log" | head -5 || true
+  fi
+  rm -f /dev/shm/grassaudit-fuzz-* /tmp/grassaudit-fuzz-*  # the targets' scratch files
+done
+exit $status

@@ -1,0 +1,260 @@
+// Interruptions and training health, on a small fake corpus (seconds per run):
+//  * SIGKILL at random moments, then --resume, over and over: every last.ckpt left behind loads,
+//    and the finished run's losses are identical to an uninterrupted run's;
+//  * SIGINT / SIGTERM: checkpoint written, exit 0 with a message, resumable, identical losses;
+//  * a second SIGINT while stopping: ends at once, last.ckpt still loadable;
+//  * a NaN loss (a learning rate of 1e30) stops training with one line naming the step, and
+//    no non-finite checkpoint is written.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <random>
+
+#include "cli_checkpoints.h"
+#include "cli_support.h"
+
+namespace grassaudit::clitest {
+namespace {
+
+using nlohmann::json;
+
+// The tiny preset, resolved, with a checkpoint after every step and two epochs.
+json tiny_config() {
+  return json::parse(R"({
+    "model": {"mixer": "past", "d_model": 16, "rank": 4, "layers": 2, "max_len": 16, "heads": 2, "d_ff": 32,
+              "dropout": 0.1, "eps": 1e-8, "offsets": [1, 2], "offset_mode": "per-layer"},
+    "train": {"tokenizer": "word", "seq_len": 16, "batch": 4, "epochs": 2, "lr": 0.001, "warmup_steps": 5,
+              "log_every": 1, "checkpoint_every": 1, "eval_batch": 16, "eval_max_tokens": 512,
+              "audit_trials": 1, "audit_batch": 8, "seed": 11}
+  })");
+}
+
+struct Fixture {
+  TempDir t;
+  Cli cli{t};
+  std::string data = t.file("data");
+  std::string config = t.file("config.json");
+  Fixture(int train_lines = 400, json cfg = tiny_config()) {
+    make_fake_data(data, train_lines, 60);
+    write_text(config, cfg.dump(2));
+  }
+  std::vector<std::string> fresh(const std::string& out) const {
+    return {"train", "--config", config, "--data-dir", data, "--allow-other-data", "--out", out, "--threads", "1"};
+  }
+  std::vector<std::string> resume(const std::string& out) const {
+    return {"train", "--resume", out + "/checkpoints/last.ckpt", "--data-dir", data, "--allow-other-data",
+            "--threads", "1"};
+  }
+};
+
+// The reproducible part of metrics.jsonl: (type, step, loss, lr) per record.
+std::vector<std::string> record_keys(const std::string& out) {
+  std::vector<std::string> keys;
+  for (const auto& line : lines_of(read_text(out + "/metrics.jsonl"))) {
+    json j = json::parse(line);
+    std::string k = j.value("type", std::string()) + " " + j.value("split", std::string()) + " step " +
+                    std::to_string(j.value("step", int64_t(-1))) + " loss " + j["loss"].dump();
+    if (j.contains("lr")) k += " lr " + j["lr"].dump();
+    keys.push_back(k);
+  }
+  return keys;
+}
+
+// Equal record lists, or the first difference with its neighbours.
+::testing::AssertionResult SameRecords(const std::vector<std::string>& got, const std::vector<std::string>& want) {
+  if (got == want) return ::testing::AssertionSuccess();
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  auto at = [](const std::vector<std::string>& v, size_t k) { return k < v.size() ? v[k] : std::string("(end)"); };
+  auto f = ::testing::AssertionFailure();
+  f << "records differ at index " << i << " (" << got.size() << " vs " << want.size() << " records)\n";
+  for (size_t k = i > 2 ? i - 2 : 0; k < i + 3; ++k) f << "  got  " << at(got, k) << "\n  want " << at(want, k) << "\n";
+  return f;
+}
+
+::testing::AssertionResult LastCheckpointLoads(const std::string& out) {
+  const std::string ck = out + "/checkpoints/last.ckpt";
+  if (!fs::exists(ck)) return ::testing::AssertionSuccess();
+  std::string why;
+  bool finite = false;
+  if (!checkpoint_loads(ck, &why, &finite)) return ::testing::AssertionFailure() << ck << ": " << why;
+  if (!finite) return ::testing::AssertionFailure() << ck << ": non-finite weights";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CliInterrupt, SigkillAtRandomMomentsThenResumeGivesIdenticalLosses) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  Fixture f;
+  const std::string ref = f.t.file("ref");
+  auto r = f.cli.run(f.fresh(ref));
+  ASSERT_EQ(r.status, 0) << show(r);
+  const auto expected = record_keys(ref);
+  ASSERT_GT(expected.size(), 20u);
+
+  const std::string out = f.t.file("killed");
+  // Each round kills the run after a random number (0..40) of new metrics records plus a random
+  // 0..30 ms: during start-up, a training step, a checkpoint write, validation or the final test.
+  std::mt19937 rng(20240601);
+  std::uniform_int_distribution<int> records(0, 40);
+  std::uniform_int_distribution<int> jitter_ms(0, 30);
+  int kills = 0, fresh_starts = 0;
+  bool finished = false;
+  for (int round = 0; round < 40; ++round) {
+    if (finished) {
+      // On a fast machine a run can finish before its kill lands: start over until 6 kills
+      // have happened, then let the last run finish.
+      if (kills >= 6) break;
+      fs::remove_all(out);
+      finished = false;
+    }
+    const bool have_ckpt = fs::exists(out + "/checkpoints/last.ckpt");
+    if (!have_ckpt) {
+      fs::remove_all(out);  // killed before the first checkpoint: nothing to resume
+      ++fresh_starts;
+    }
+    const size_t before = lines_of(read_text(out + "/metrics.jsonl")).size();
+    Process p = f.cli.start(have_ckpt ? f.resume(out) : f.fresh(out));
+    const size_t wait_for = kills < 6 ? static_cast<size_t>(records(rng)) : SIZE_MAX;  // then let it finish
+    int status = -1;
+    bool done = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!(done = exited(p, &status))) {
+      // A resumed run first truncates metrics.jsonl to its checkpoint, so count from `before`
+      // only once the file has grown past it.
+      const size_t now = lines_of(read_text(out + "/metrics.jsonl")).size();
+      if (wait_for != SIZE_MAX && now >= before + wait_for) break;
+      ASSERT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(jitter_ms(rng)));
+      ::kill(p.pid, SIGKILL);
+      RunResult k = finish(p, 30);
+      if (k.signal == SIGKILL) ++kills;
+      else ASSERT_EQ(k.status, 0) << show(k);  // it finished just before the kill
+      finished = k.status == 0;
+    } else {
+      RunResult k = finish(p, 30);
+      ASSERT_EQ(k.status, 0) << show(k);
+      finished = true;
+    }
+    ASSERT_TRUE(LastCheckpointLoads(out)) << "after round " << round;
+  }
+  ASSERT_TRUE(finished);
+  EXPECT_GE(kills, 6);
+  RecordProperty("kills", kills);
+  RecordProperty("fresh_starts", fresh_starts);
+  EXPECT_TRUE(SameRecords(record_keys(out), expected));
+  EXPECT_EQ(json::parse(read_text(out + "/summary.json")).value("test_loss", -1.0),
+            json::parse(read_text(ref + "/summary.json")).value("test_loss", -1.0));
+  // SIGKILL cannot clean up; only "<file>.tmp.<pid>" leftovers of an interrupted write may remain,
+  // never a partial checkpoint under its real name (checked above by loading it).
+}
+
+void signal_then_resume(int sig) {
+  Fixture f;
+  const std::string ref = f.t.file("ref");
+  auto r = f.cli.run(f.fresh(ref));
+  ASSERT_EQ(r.status, 0) << show(r);
+
+  const std::string out = f.t.file("sig");
+  Process p = f.cli.start(f.fresh(out));
+  // Wait for a few training steps (records in metrics.jsonl), then signal.
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  while (lines_of(read_text(out + "/metrics.jsonl")).size() < 5) {
+    ASSERT_FALSE(exited(p, &status)) << read_text(p.io_dir + "/stderr.txt");
+    ASSERT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(p.pid, sig);
+  RunResult s = finish(p, 30);
+  ASSERT_EQ(s.status, 0) << show(s);
+  EXPECT_NE(s.err.find("stopped by signal " + std::to_string(sig)), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("checkpoint saved to " + out + "/checkpoints/last.ckpt"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("--resume"), std::string::npos) << s.err;
+  EXPECT_TRUE(LastCheckpointLoads(out));
+  EXPECT_FALSE(fs::exists(out + "/summary.json"));
+  EXPECT_TRUE(NoTempFiles(out));
+
+  r = f.cli.run(f.resume(out));
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_TRUE(SameRecords(record_keys(out), record_keys(ref)));
+}
+
+TEST(CliInterrupt, SigintSavesExits0AndResumesIdentically) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  signal_then_resume(SIGINT);
+}
+
+TEST(CliInterrupt, SigtermSavesExits0AndResumesIdentically) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  signal_then_resume(SIGTERM);
+}
+
+TEST(CliInterrupt, SecondSigintEndsAtOnceCheckpointStillLoads) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  Fixture f;
+  const std::string out = f.t.file("run");
+  Process p = f.cli.start(f.fresh(out));
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  while (lines_of(read_text(out + "/metrics.jsonl")).size() < 3) {
+    ASSERT_FALSE(exited(p, &status)) << read_text(p.io_dir + "/stderr.txt");
+    ASSERT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(p.pid, SIGINT);
+  ::kill(p.pid, SIGINT);
+  RunResult r = finish(p, 30);
+  EXPECT_EQ(r.signal, 0) << show(r);
+  EXPECT_TRUE(r.status == 130 || r.status == 0) << show(r);  // 0 if the first stop finished first
+  EXPECT_TRUE(LastCheckpointLoads(out));
+  if (fs::exists(out + "/checkpoints/last.ckpt")) {
+    auto again = f.cli.run(f.resume(out));
+    EXPECT_EQ(again.status, 0) << show(again);
+  }
+}
+
+// lr 1e30 without warmup or clipping: the first update makes the weights huge, the second
+// step's loss is NaN.
+json nan_config() {
+  json c = tiny_config();
+  c["train"]["lr"] = 1e30;
+  c["train"]["warmup_steps"] = 0;
+  c["train"]["clip"] = 0.0;
+  return c;
+}
+
+TEST(CliHealth, NanLossStopsWithOneLineAndNoNonFiniteCheckpoint) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  Fixture f(400, nan_config());
+  const std::string out = f.t.file("run");
+  auto r = f.cli.run(f.fresh(out));
+  EXPECT_TRUE(IsOneLineError(r, "train", {"loss", "nan", "step"}, false));
+  EXPECT_TRUE(LastCheckpointLoads(out));
+  EXPECT_FALSE(fs::exists(out + "/summary.json"));
+  EXPECT_TRUE(NoTempFiles(out));
+  // No record of the NaN step was written as if it were a loss.
+  for (const auto& line : lines_of(read_text(out + "/metrics.jsonl")))
+    EXPECT_EQ(line.find("nan"), std::string::npos) << line;
+}
+
+// What the issue asks for beyond the above; the trainer (src/train/trainer.cpp) does not do it
+// yet, so this stays disabled until it does:
+//  * the error names the last good checkpoint (and that --resume continues from it), and its step
+//    number agrees with metrics.jsonl (today "at step 1" is the 2nd step, logged as step 2);
+//  * "last good" means its weights still give a finite loss: today the checkpoint written after
+//    the blow-up step holds finite but huge weights whose next loss is NaN.
+// A deterministic hook (e.g. a hidden --debug-inject-nan-at-step N) would make this test
+// independent of how the blow-up happens.
+TEST(CliHealth, DISABLED_NanLossNamesLastGoodCheckpoint) {
+  Fixture f(400, nan_config());
+  const std::string out = f.t.file("run");
+  auto r = f.cli.run(f.fresh(out));
+  ASSERT_TRUE(IsOneLineError(r, "train", {"step 2", out + "/checkpoints/last.ckpt"}, false));
+}
+
+}  // namespace
+}  // namespace grassaudit::clitest
