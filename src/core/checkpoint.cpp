@@ -22,17 +22,13 @@ constexpr const char* kMagic = "grassaudit-checkpoint-v1";
 constexpr const char* kWeightsKey = "stored_weights_sha256";
 }
 
-void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
-                     const nlohmann::json& meta_in) {
-  nlohmann::json meta = meta_in;
-  meta["model"] = to_json(model->config());
-  // The archive format has no checksum over tensor data (a flipped byte loads silently).
-  meta[kWeightsKey] = weights_sha256(*model);
+void save_training_archive(const std::string& path, const std::string& magic, const nlohmann::json& meta,
+                           torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
   torch::serialize::OutputArchive archive;
-  archive.write("magic", c10::IValue(std::string(kMagic)));
+  archive.write("magic", c10::IValue(magic));
   archive.write("meta", c10::IValue(meta.dump()));
   torch::serialize::OutputArchive model_archive;
-  model->save(model_archive);
+  module.save(model_archive);
   archive.write("model", model_archive);
   if (optimizer) {
     torch::serialize::OutputArchive opt_archive;
@@ -62,6 +58,15 @@ void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim
     if (std::fclose(f) != 0 && err == 0) err = errno;
     if (err != 0) throw InputError(fmt::format("cannot write checkpoint {}: {}", path, std::strerror(err)));
   });
+}
+
+void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
+                     const nlohmann::json& meta_in) {
+  nlohmann::json meta = meta_in;
+  meta["model"] = to_json(model->config());
+  // The archive format has no checksum over tensor data (a flipped byte loads silently).
+  meta[kWeightsKey] = weights_sha256(*model);
+  save_training_archive(path, kMagic, meta, *model, optimizer);
 }
 
 namespace {

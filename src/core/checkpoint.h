@@ -16,6 +16,11 @@ class Optimizer;
 
 namespace grassaudit {
 
+// The archive both trainers write: "magic", "meta" (JSON string), "model", "optimizer" (if
+// given) and "rng_state", written atomically; a full disk is an InputError, never a crash.
+void save_training_archive(const std::string& path, const std::string& magic, const nlohmann::json& meta,
+                           torch::nn::Module& module, torch::optim::Optimizer* optimizer);
+
 void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
                      const nlohmann::json& meta);
 

@@ -7,6 +7,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include "core/checkpoint.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -37,25 +38,7 @@ void save_nli_checkpoint(const std::string& path, NliModel& model, torch::optim:
                          const nlohmann::json& meta_in) {
   nlohmann::json meta = meta_in;
   meta["model"] = to_json(model->config());
-  torch::serialize::OutputArchive archive;
-  archive.write("magic", c10::IValue(std::string(kMagic)));
-  archive.write("meta", c10::IValue(meta.dump()));
-  torch::serialize::OutputArchive model_archive;
-  model->save(model_archive);
-  archive.write("model", model_archive);
-  if (optimizer) {
-    torch::serialize::OutputArchive opt_archive;
-    optimizer->save(opt_archive);
-    archive.write("optimizer", opt_archive);
-  }
-  archive.write("rng_state", at::detail::getDefaultCPUGenerator().get_state());
-  write_file_atomic_with(path, [&](const std::string& tmp) {
-    try {
-      archive.save_to(tmp);
-    } catch (const c10::Error& e) {
-      throw InputError(fmt::format("cannot write checkpoint {}: {}", path, first_line(e.what_without_backtrace())));
-    }
-  });
+  save_training_archive(path, kMagic, meta, *model, optimizer);
 }
 
 LoadedNliCheckpoint load_nli_checkpoint(const std::string& path) {
