@@ -130,16 +130,24 @@ class Prober {
   // (rows at different batch positions can round differently in GEMM kernels: measured 2.6e-7
   // on a causal model). Train mode resets the RNG to the same state before every pass, so row i
   // sees the same dropout mask in the base and in each probe pass.
-  void probe(const std::string& mode, int64_t L, EffectTable& table, Pass& pass) {
+  //
+  // cuts: the cuts to probe (ascending), empty for all of 1..L-1. A subset probes exactly the
+  // rows the full pass would (same seed, same fresh draws), which is how the float64 re-run
+  // repeats only the cuts that showed something in float32.
+  void probe(const std::string& mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts = {}) {
     at::NoGradGuard no_grad;
     target_.set_train(mode == "train");
     auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 1000003ULL + static_cast<uint64_t>(L));
-    const int64_t T = opt_.trials, R = T * (L - 1);
+    if (cuts.empty())
+      for (int64_t c = 1; c < L; ++c) cuts.push_back(c);
+    const int64_t T = opt_.trials, R_all = T * (L - 1), R = T * static_cast<int64_t>(cuts.size());
     const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
     auto bases = random_inputs(T, L, gen);                                  // [T, L(, C)]
-    auto fresh = random_inputs(R, L, gen);                                  // [R, L(, C)]
+    auto fresh_all = random_inputs(R_all, L, gen);                          // [T * (L-1), L(, C)]
+    auto cut_of = at::tensor(cuts, at::kLong);                              // [R / T]
     auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
-    auto row_cut = at::arange(R, at::kLong).div(T, "floor").add(1);         // [R]
+    auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
+    auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T).add(row_trial));      // [R, L(, C)]
     auto replace = at::arange(L, at::kLong).view({1, L}).ge(row_cut.view({R, 1}));  // [R, L]
     if (bases.dim() == 3) replace = replace.unsqueeze(-1);
     auto rows = at::where(replace, fresh, bases.index_select(0, row_trial));
@@ -163,7 +171,7 @@ class Prober {
       auto diff = (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous();
       auto acc = diff.accessor<double, 2>();
       for (int64_t i = 0; i < n; ++i) {
-        const int64_t c = (start + i) / T + 1;  // positions 0..c-1 kept
+        const int64_t c = cuts[static_cast<size_t>((start + i) / T)];  // positions 0..c-1 kept
         for (int64_t t = 0; t < c; ++t) {
           double v = acc[i][t];
           table.raise(t, c, v);
@@ -185,6 +193,29 @@ class Prober {
         probe(mode, L, table, pass);
         pass.tables[{mode, L}] = std::move(table);
       }
+    return pass;
+  }
+
+  // The decisive re-run (in the target's current dtype) of only the cuts where `first` saw a
+  // non-zero effect. A cut that moved nothing at all in float32 has nothing to tell apart:
+  // its zeros stand (zero effect cells stay zero in the returned tables).
+  Pass rerun_nonzero(const Pass& first) {
+    Pass pass;
+    pass.dtype = target_.dtype();
+    for (const auto& [key, tab] : first.tables) {
+      EffectTable table;
+      table.L = tab.L;
+      table.effect.assign(tab.effect.size(), 0.0);
+      std::vector<int64_t> cuts;
+      for (int64_t c = 1; c < tab.L; ++c)
+        for (int64_t t = 0; t < c; ++t)
+          if (tab.at(t, c) > 0) {
+            cuts.push_back(c);
+            break;
+          }
+      if (!cuts.empty()) probe(key.first, tab.L, table, pass, cuts);
+      pass.tables[key] = std::move(table);
+    }
     return pass;
   }
 
@@ -295,7 +326,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   } else {
     std::string why;
     if (target.to_dtype(at::kDouble, &why)) {
-      Pass second = prober.run_pass(r.modes, r.seq_lens);
+      Pass second = prober.rerun_nonzero(first);
       second.probes += first.probes;
       decisive = std::move(second);
       threshold = kLeakThreshold64;

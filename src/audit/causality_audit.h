@@ -10,9 +10,11 @@
 //
 // Rounding versus leak: effects are measured relative to the output scale (max |y|). A causal
 // model built from masked/sliced arithmetic shows exactly 0. If float32 shows anything non-zero,
-// the whole audit is re-run in float64, where rounding cross-talk falls to ~1e-15 while a real
-// dependence keeps its size; cells above kLeakThreshold64 (1e-9 relative) are leaks. A model
-// whose float32 effects vanish in float64 is causal with rounding_only = true.
+// the cuts that showed it (every (mode, length, cut) with a non-zero cell; the same probe rows)
+// are re-run in float64, where rounding cross-talk falls to ~1e-15 while a real dependence keeps
+// its size; cells above kLeakThreshold64 (1e-9 relative) are leaks. Cuts with exact float32
+// zeros are not re-run: a dependence of 1e-6 of the output scale is ~8 float32 ulps and cannot
+// vanish. A model whose float32 effects vanish in float64 is causal with rounding_only = true.
 //
 // Method 2, gradients (targets that expose their input embeddings): d y_t / d e_s for s > t must
 // be exactly zero (float32, when method 1 saw exact zeros) or below the float64 threshold.

@@ -233,7 +233,19 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
       (void)loss.item<float>();
     });
   }
-  auto stats = run_interleaved(steps, o.warmup, o.reps);
+  std::vector<Stats> stats;
+  if (o.midway) {
+    const int first = o.reps / 2;
+    stats = run_interleaved(steps, o.warmup, first);
+    for (size_t k = 0; k < entries.size(); ++k) o.midway(k, entries[k]->model);
+    auto rest = run_interleaved(steps, 0, o.reps - first);
+    for (size_t k = 0; k < entries.size(); ++k) {
+      stats[k].ms.insert(stats[k].ms.end(), rest[k].ms.begin(), rest[k].ms.end());
+      stats[k].peak = std::max(stats[k].peak, rest[k].peak);
+    }
+  } else {
+    stats = run_interleaved(steps, o.warmup, o.reps);
+  }
   std::vector<BenchTiming> out;
   for (size_t k = 0; k < entries.size(); ++k) {
     BenchTiming t;

@@ -8,11 +8,13 @@
 // before rep i + 1 of any), so ratios between them are side by side on a shared machine.
 // No LibTorch headers here: the CLI includes this without pulling torch/torch.h.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/language_model.h"
 #include "core/model_config.h"
 
 namespace grassaudit {
@@ -45,6 +47,10 @@ struct ModelBenchOptions {
   int64_t batch = 32;
   double lr = 3e-4, weight_decay = 0.01;
   int reps = 3, warmup = 1;
+  // Optional: called once per model halfway through the timed reps (after reps / 2 steps of
+  // every model), with the model being benchmarked. --audit-cost times a gate audit here, so
+  // the audit and the steps it is compared with share the machine's state of the moment.
+  std::function<void(size_t index, LanguageModel& model)> midway;
 };
 
 // The single benchmarked layer's config: "all" -> every offset, "per-layer" -> offsets[0] only

@@ -66,8 +66,9 @@ int run(int argc, char** argv) {
       ("warmup", po::value<int>(), "untimed warm-up reps per mixer (layer default 2, model default 1)")
       ("json", po::value<std::string>(), "also write the JSON to this file")
       ("audit-cost", po::value<int64_t>(),
-       "model mode: also time one gate audit of each model (the trainer's settings) and compare it with an "
-       "epoch of this many training tokens at the measured rate (WikiText-2 wordpiece train: 2265484)");
+       "model mode: also time one gate audit of each model (the trainer's settings, run halfway through the "
+       "timed steps on the model being timed) and compare it with an epoch of this many training tokens at the "
+       "measured rate (WikiText-2 wordpiece train: 2265484)");
   add_threads_option(desc, &threads);
   add_model_options(desc);
   po::variables_map vm;
@@ -86,6 +87,8 @@ int run(int argc, char** argv) {
   struct AuditCost {
     double audit_seconds, epoch_seconds;
     std::string verdict;
+    int64_t probes;
+    std::string precision;
   };
   std::map<std::string, AuditCost> audit_costs;  // --audit-cost: by result mixer name
   if (vm.count("model")) {
@@ -111,22 +114,31 @@ int run(int argc, char** argv) {
       c.mixer = m;
       c.validate();
     }
+    int64_t epoch_tokens = 0;
+    std::vector<AuditResult> audits(mixers.size());
+    if (vm.count("audit-cost")) {
+      epoch_tokens = vm["audit-cost"].as<int64_t>();
+      if (epoch_tokens < 1) throw InputError("--audit-cost needs a positive token count");
+      if (o.reps < 2) throw InputError("--audit-cost needs --reps >= 2 (steps are timed before and after the audit)");
+      // The gate exactly as the trainer runs it, on the model being timed, between its timed
+      // steps: the two figures of the ratio come from the same minutes of the same process.
+      o.midway = [&](size_t k, LanguageModel& lm) {
+        AuditGate gate(gate_audit_options(lm->config().max_len, preset.train.audit_trials, preset.train.audit_batch,
+                                          preset.train.seed));
+        audits[k] = gate.audit(lm);
+        std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n", o.preset + ":" + mixers[k],
+                                 audits[k].verdict, audits[k].seconds, audits[k].probes, audits[k].precision);
+      };
+    }
     std::cerr << runtime_banner();
     results = bench_models(o);
     gemm = measure_gemm_gflops(1024, 5);
-    if (vm.count("audit-cost")) {
-      const int64_t epoch_tokens = vm["audit-cost"].as<int64_t>();
-      if (epoch_tokens < 1) throw InputError("--audit-cost needs a positive token count");
-      for (auto& t : results) {
-        ModelConfig c = o.model;
-        c.mixer = t.mixer.substr(t.mixer.find(':') + 1);
-        at::manual_seed(1);
-        LanguageModel lm(c);
-        AuditGate gate(gate_audit_options(c.max_len, preset.train.audit_trials, preset.train.audit_batch, 1));
-        const auto& a = gate.audit(lm);
-        audit_costs[t.mixer] = {a.seconds, epoch_tokens / t.tokens_per_second, a.verdict};
+    if (epoch_tokens > 0)
+      for (size_t k = 0; k < results.size(); ++k) {
+        const auto& t = results[k];
+        audit_costs[t.mixer] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, audits[k].verdict,
+                                audits[k].probes, audits[k].precision};
       }
-    }
   } else {
     LayerBenchOptions o;
     o.mixers = mixers;
@@ -158,6 +170,8 @@ int run(int argc, char** argv) {
       const auto& ac = audit_costs.at(t.mixer);
       j["audit_seconds"] = ac.audit_seconds;
       j["audit_verdict"] = ac.verdict;
+      j["audit_probes"] = ac.probes;
+      j["audit_precision"] = ac.precision;
       j["epoch_seconds_estimate"] = ac.epoch_seconds;
       j["audit_fraction_of_epoch"] = ac.audit_seconds / ac.epoch_seconds;
       std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.2f}% of a {:.0f} s training epoch\n", t.mixer,

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,10 +14,34 @@
 
 namespace grassaudit {
 
+namespace {
+// OpenBLAS (pthread build) keeps its own thread pool, sized to all cores by default and NOT
+// resized by at::set_num_threads (LibTorch only forwards the count to OpenMP and MKL). Without
+// this, "--threads 1" still ran every GEMM on two threads, and "--threads 2" ran two OpenBLAS
+// workers beside a spinning OpenMP worker on a 2-core machine. Looked up at run time because the
+// BLAS is whatever Debian's libblas.so.3 alternative points to.
+using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
+SetThreadsFn openblas_setter() {
+  return reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+}
+}  // namespace
+
+int blas_threads() {
+  auto get = reinterpret_cast<GetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 0;
+}
+
 int configure_threads(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
-  at::set_num_interop_threads(1);
+  // LibTorch allows this once per process (and not after parallel work has started).
+  static const bool interop_set = [] {
+    at::set_num_interop_threads(1);
+    return true;
+  }();
+  (void)interop_set;
+  if (auto set = openblas_setter()) set(threads);
   return at::get_num_threads();
 }
 
@@ -72,8 +97,9 @@ std::string runtime_banner() {
   // A GEMM call first, so the BLAS library is mapped and can be named.
   double gflops = measure_gemm_gflops(256, 3);
   std::ostringstream out;
-  out << fmt::format("threads: {} (intra-op), BLAS: {}, sgemm 256: {:.1f} GFLOP/s\n", at::get_num_threads(),
-                     blas_in_use(), gflops);
+  const int bt = blas_threads();
+  out << fmt::format("threads: {} (intra-op), BLAS: {} ({} threads), sgemm 256: {:.1f} GFLOP/s\n",
+                     at::get_num_threads(), blas_in_use(), bt > 0 ? std::to_string(bt) : "own", gflops);
   std::string info = at::get_parallel_info();
   std::istringstream lines(info);
   std::string line;

@@ -4,8 +4,11 @@
 
 namespace grassaudit {
 
-// Sets LibTorch's intra-op threads. threads <= 0 means "all cores". Returns the count in use.
+// Sets LibTorch's intra-op threads and, when the BLAS is OpenBLAS, its thread pool to the same
+// count. threads <= 0 means "all cores". Returns the count in use.
 int configure_threads(int threads);
+// OpenBLAS's thread count (0 when the BLAS is not OpenBLAS).
+int blas_threads();
 
 // The BLAS library actually mapped into this process (from /proc/self/maps), e.g.
 // "OpenBLAS (libopenblas0-pthread: /usr/lib/.../libblas.so.3)" or "reference BLAS (...)".
