@@ -1,5 +1,8 @@
 #include "cli/cli_common.h"
 
+#include <cerrno>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <c10/util/Exception.h>
@@ -48,8 +51,23 @@ bool parse(int argc, char** argv, const po::options_description& desc, po::varia
   return true;
 }
 
+void validate(boost::any& v, const std::vector<std::string>& values, Unsigned64*, int) {
+  po::validators::check_first_occurrence(v);
+  const std::string& s = po::validators::get_single_string(values);
+  const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) throw po::invalid_option_value(s);
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(s.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') throw po::invalid_option_value(s);
+  v = Unsigned64{static_cast<uint64_t>(n)};
+}
+
 void add_threads_option(po::options_description& desc, int* threads) {
-  desc.add_options()("threads", po::value<int>(threads)->default_value(0),
+  desc.add_options()("threads",
+                     po::value<int>(threads)->default_value(0)->notifier([](int n) {
+                       if (n < 0) throw InputError(fmt::format("--threads must be >= 0 (0 = all cores), got {}", n));
+                     }),
                      "intra-op threads (0 = all cores)");
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Shared CLI plumbing: strict option parsing (unknown flags and bad values are errors, exit 2,
 // one line), --help for every subcommand, thread setup, and the model flags.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,7 +22,15 @@ int guarded(const std::string& subcommand, const std::function<int()>& body);
 bool parse(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
            const std::string& usage);
 
-// --threads N (default: all cores). Call configure_threads(value) after parsing.
+// A 64-bit unsigned flag value (seeds). boost::program_options would read "-1" into a uint64_t
+// as 18446744073709551615; this accepts digits only.
+struct Unsigned64 {
+  uint64_t value = 0;
+};
+void validate(boost::any& v, const std::vector<std::string>& values, Unsigned64*, int);
+
+// --threads N (default: all cores; negative is an error). Call configure_threads(value) after
+// parsing.
 void add_threads_option(po::options_description& desc, int* threads);
 
 // Model flags: --vocab-size --d-model --rank --layers --max-len --heads --d-ff --dropout --eps

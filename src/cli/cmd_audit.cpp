@@ -71,7 +71,7 @@ int audit_main(int argc, char** argv) {
         ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
         ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
         ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
-        ("seed", po::value<uint64_t>()->default_value(1234), "seed for probes (and untrained weights)")
+        ("seed", po::value<Unsigned64>()->default_value(Unsigned64{1234}, "1234"), "seed for probes (and untrained weights)")
         ("seq-lens", po::value<std::string>(), "override the length schedule, e.g. 64,63,32")
         ("feature-scale", po::value<double>()->default_value(1.0), "std of random features (features input)")
         ("output", po::value<std::string>()->default_value("hidden"),
@@ -89,12 +89,14 @@ int audit_main(int argc, char** argv) {
     AuditOptions opt;
     opt.batch = vm["batch"].as<int64_t>();
     opt.trials = vm["trials"].as<int64_t>();
-    opt.seed = vm["seed"].as<uint64_t>();
+    opt.seed = vm["seed"].as<Unsigned64>().value;
     opt.gradient_check = !vm["no-gradient-check"].as<bool>();
     apply_mode(vm["mode"].as<std::string>(), opt);
     if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
     if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
+    if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit, not after it
+    if (vm.count("leak-map")) check_output_path(vm["leak-map"].as<std::string>(), "--leak-map");
 
     const int sources = int(vm.count("model")) + int(vm.count("suite")) +
                         int(vm.count("mixer") || vm.count("checkpoint"));

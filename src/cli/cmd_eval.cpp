@@ -39,9 +39,9 @@ int eval_main(int argc, char** argv) {
       return kExitOk;
     if (split != "valid" && split != "test") throw InputError(fmt::format("--split must be valid or test, got '{}'", split));
 
+    if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit and evaluation
     LoadedCheckpoint ck = load_checkpoint(checkpoint);
     configure_threads(threads);
-    print_runtime_banner();
     TrainConfig tcfg;
     if (ck.meta.contains("train")) {
       tcfg = train_config_from_json(ck.meta["train"]);
@@ -65,6 +65,7 @@ int eval_main(int argc, char** argv) {
         make_lm_blocks(limit_tokens(split == "valid" ? corpus.valid : corpus.test, tcfg.eval_max_tokens), L);
     if (blocks.num_blocks == 0) throw InputError(fmt::format("seq_len {} leaves the {} split with no block", L, split));
 
+    print_runtime_banner();  // after every input is read and checked: errors stay one line
     std::cerr << fmt::format("{}: mixer {}, L {}, {} {} tokens{}; auditing the weights first...\n", checkpoint,
                              ck.config.mixer, L, format_count(blocks.num_blocks * L), split,
                              tcfg.eval_max_tokens > 0 ? " (limited by the run's eval_max_tokens)" : "");

@@ -54,7 +54,7 @@ int train_main(int argc, char** argv) {
     int threads = 0;
     std::string mixer, preset, config, data_dir, tokenizer, out, resume, device;
     int64_t epochs = 0, max_tokens = -1, audit_trials = 0;
-    uint64_t seed = 0;
+    Unsigned64 seed;
     desc.add_options()
         ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
         ("preset", po::value<std::string>(&preset),
@@ -66,7 +66,7 @@ int train_main(int argc, char** argv) {
         ("max-tokens", po::value<int64_t>(&max_tokens), "stop after this many training tokens (0 = no limit)")
         ("out", po::value<std::string>(&out), "output folder (default: runs/<preset>-<tokenizer>-<mixer>)")
         ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its config is used)")
-        ("seed", po::value<uint64_t>(&seed), "random seed (init, dropout, data order, audit)")
+        ("seed", po::value<Unsigned64>(&seed), "random seed (init, dropout, data order, audit)")
         ("device", po::value<std::string>(&device)->default_value("cpu"), "cpu | cuda")
         ("audit-trials", po::value<int64_t>(&audit_trials), "audit gate trials (default 3)")
         ("allow-other-data", "accept data files that differ from the published WikiText-2");
@@ -119,7 +119,7 @@ int train_main(int argc, char** argv) {
       if (vm.count("tokenizer")) req.train.tokenizer = tokenizer;
       if (vm.count("epochs")) req.train.epochs = epochs;
       if (vm.count("max-tokens")) req.train.max_tokens = max_tokens;
-      if (vm.count("seed")) req.train.seed = seed;
+      if (vm.count("seed")) req.train.seed = seed.value;
       if (vm.count("audit-trials")) req.train.audit_trials = audit_trials;
       // Cheap checks before the data is loaded (vocab_size is validated once it is known).
       req.model.validate();
@@ -130,7 +130,7 @@ int train_main(int argc, char** argv) {
     if (req.out_dir.empty()) throw InputError("--out must not be empty");
 
     configure_threads(threads);
-    print_runtime_banner();
+    req.print_banner = true;
     run_training(req);  // a signal also ends with exit 0 (checkpoint saved, message printed)
     return kExitOk;
   });

@@ -44,7 +44,7 @@ int train_nli_main(int argc, char** argv) {
     int threads = 0;
     std::string head, data_dir, train_file, seeds_text, out, resume;
     int64_t epochs = 0, batch = 0, max_examples = 0, encoder_layers = 0, log_every = 0;
-    uint64_t seed = 0;
+    Unsigned64 seed;
     double lr = 0;
     desc.add_options()
         ("head", po::value<std::string>(&head), "classification head: grassmann | transformer")
@@ -52,7 +52,7 @@ int train_nli_main(int argc, char** argv) {
         ("train", po::value<std::string>(&train_file),
          "SNLI training split (jsonl or jsonl.gz); without it: train on 90% of dev, select on 10%, test on test")
         ("epochs", po::value<int64_t>(&epochs), "epochs (default 2, the budget setting; the paper: 20)")
-        ("seed", po::value<uint64_t>(&seed), "one seed (same as --seeds S)")
+        ("seed", po::value<Unsigned64>(&seed), "one seed (same as --seeds S)")
         ("seeds", po::value<std::string>(&seeds_text), "comma-separated seeds, run one after another (default 1,2,3)")
         ("batch", po::value<int64_t>(&batch), "batch size (default 32)")
         ("lr", po::value<double>(&lr), "peak learning rate (default 1e-3; warmup 10%, cosine to 10%)")
@@ -91,7 +91,7 @@ int train_nli_main(int argc, char** argv) {
         throw InputError(fmt::format("--head must be grassmann or transformer, got '{}'", head));
       req.model.head = head;
       if (vm.count("seed") && vm.count("seeds")) throw InputError("give --seed or --seeds, not both");
-      if (vm.count("seed")) req.seeds = {seed};
+      if (vm.count("seed")) req.seeds = {seed.value};
       if (vm.count("seeds")) req.seeds = parse_seed_list(seeds_text);
       if (vm.count("train")) {
         if (train_file.empty()) throw InputError("--train must not be empty");

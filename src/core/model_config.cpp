@@ -1,5 +1,7 @@
 #include "core/model_config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,7 +23,7 @@ void ModelConfig::validate() const {
   if (max_len < 2) fail(fmt::format("max_len must be >= 2, got {}", max_len));
   if (d_ff < 1) fail(fmt::format("d_ff must be >= 1, got {}", d_ff));
   if (!(dropout >= 0.0 && dropout < 1.0)) fail(fmt::format("dropout must be in [0, 1), got {}", dropout));
-  if (!(eps > 0.0)) fail(fmt::format("eps must be > 0, got {}", eps));
+  if (!(eps > 0.0 && std::isfinite(eps))) fail(fmt::format("eps must be finite and > 0, got {}", eps));
   if (mixer == "attention") {
     if (heads < 1) fail(fmt::format("heads must be >= 1, got {}", heads));
     if (d_model % heads != 0)

@@ -28,6 +28,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
+#include "util/jsonl_log.h"
 #include "util/make_dirs.h"
 
 namespace grassaudit {
@@ -129,18 +130,14 @@ void truncate_metrics(const std::string& path, int64_t step) {
   write_file_atomic(path, kept.str());
 }
 
+// One JSON record per line, every write checked.
 class MetricsLog {
  public:
-  MetricsLog(const std::string& path, bool append) : out_(path, append ? std::ios::app : std::ios::trunc) {
-    if (!out_) throw InputError(fmt::format("cannot open {} for writing", path));
-  }
-  void write(const json& j) {
-    out_ << j.dump() << "\n";
-    out_.flush();
-  }
+  MetricsLog(const std::string& path, bool append) : log_(path, append) {}
+  void write(const json& j) { log_.write(j.dump()); }
 
  private:
-  std::ofstream out_;
+  JsonlLog log_;
 };
 
 struct EvalResult {
@@ -341,6 +338,9 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
   const std::string out = req.out_dir;
   make_dirs(out);
   make_dirs(out + "/checkpoints");
+  for (const auto& dir : {out, out + "/checkpoints"})  // partial files of a killed run
+    for (const auto& stale : remove_stale_temp_files(dir))
+      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
   const std::string last_path = out + "/checkpoints/last.ckpt";
   auto metrics_path = [&](uint64_t s) { return fmt::format("{}/metrics-seed{}.jsonl", out, s); };
   auto best_path = [&](uint64_t s) { return fmt::format("{}/checkpoints/best-seed{}.ckpt", out, s); };

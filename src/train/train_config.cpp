@@ -1,5 +1,7 @@
 #include "train/train_config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -18,15 +20,16 @@ void TrainConfig::validate(const ModelConfig& model) const {
   if (L > model.max_len) fail(fmt::format("seq_len {} exceeds the model's max_len {}", L, model.max_len));
   if (batch < 1) fail(fmt::format("batch must be >= 1, got {}", batch));
   if (epochs < 1) fail(fmt::format("epochs must be >= 1, got {}", epochs));
-  if (!(lr > 0)) fail(fmt::format("lr must be > 0, got {}", lr));
+  if (!(lr > 0 && std::isfinite(lr))) fail(fmt::format("lr must be finite and > 0, got {}", lr));
   if (!(beta1 >= 0 && beta1 < 1)) fail(fmt::format("beta1 must be in [0, 1), got {}", beta1));
   if (!(beta2 >= 0 && beta2 < 1)) fail(fmt::format("beta2 must be in [0, 1), got {}", beta2));
-  if (!(adam_eps > 0)) fail(fmt::format("adam_eps must be > 0, got {}", adam_eps));
-  if (!(weight_decay >= 0)) fail(fmt::format("weight_decay must be >= 0, got {}", weight_decay));
+  if (!(adam_eps > 0 && std::isfinite(adam_eps))) fail(fmt::format("adam_eps must be finite and > 0, got {}", adam_eps));
+  if (!(weight_decay >= 0 && std::isfinite(weight_decay)))
+    fail(fmt::format("weight_decay must be finite and >= 0, got {}", weight_decay));
   if (warmup_steps < 0) fail(fmt::format("warmup_steps must be >= 0, got {}", warmup_steps));
   if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1))
     fail(fmt::format("min_lr_ratio must be in [0, 1], got {}", min_lr_ratio));
-  if (!(clip >= 0)) fail(fmt::format("clip must be >= 0 (0 = off), got {}", clip));
+  if (!(clip >= 0 && std::isfinite(clip))) fail(fmt::format("clip must be finite and >= 0 (0 = off), got {}", clip));
   if (max_tokens < 0) fail(fmt::format("max_tokens must be >= 0 (0 = no limit), got {}", max_tokens));
   if (log_every < 1) fail(fmt::format("log_every must be >= 1, got {}", log_every));
   if (checkpoint_every < 0) fail(fmt::format("checkpoint_every must be >= 0, got {}", checkpoint_every));

@@ -31,6 +31,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
+#include "util/jsonl_log.h"
 #include "util/make_dirs.h"
 
 namespace grassaudit {
@@ -132,19 +133,24 @@ void truncate_metrics(const std::string& path, int64_t step) {
   write_file_atomic(path, kept.str());
 }
 
+// The metrics file: one JSON record per line, every write checked.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
-    if (!out_) throw InputError(fmt::format("cannot open {} for appending", path));
-  }
-  void write(const json& j) {
-    out_ << j.dump() << "\n";
-    out_.flush();
-  }
+  explicit MetricsLog(const std::string& path) : log_(path) {}
+  void write(const json& j) { log_.write(j.dump()); }
 
  private:
-  std::ofstream out_;
+  JsonlLog log_;
 };
+
+// Whether every parameter holds finite numbers: a checkpoint of weights that are not is never
+// written (it could only reproduce the failure on resume).
+bool all_finite(LanguageModel& model) {
+  at::NoGradGuard no_grad;
+  for (const auto& p : model->parameters())
+    if (!at::isfinite(p).all().item<bool>()) return false;
+  return true;
+}
 
 }  // namespace
 
@@ -216,8 +222,15 @@ TrainOutcome run_training(const TrainRequest& req) {
     throw InputError(fmt::format("{} already holds a run (metrics.jsonl or checkpoints/last.ckpt); choose "
                                  "another --out, or continue it with --resume {}",
                                  out, last_path));
+  // Temporaries left by a run killed mid-write (SIGKILL between create and rename).
+  for (const auto& dir : {out, out + "/checkpoints"})
+    for (const auto& stale : remove_stale_temp_files(dir))
+      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
   if (resuming) truncate_metrics(metrics_path, st.step);
 
+  // Everything the run needs has been read and checked: only now the runtime banner, so a bad
+  // input ends in its one error line alone.
+  if (req.print_banner) std::cerr << runtime_banner();
   const json resolved{{"model", to_json(mcfg)}, {"train", to_json(tcfg)}};
   write_file_atomic(out + "/config.json", resolved.dump(2) + "\n");
   std::cout << "resolved config" << (preset.empty() ? "" : " (" + preset + ")") << ":\n"
@@ -277,7 +290,19 @@ TrainOutcome run_training(const TrainRequest& req) {
     st.elapsed = now_elapsed();
     return json{{"train", to_json(tcfg)}, {"state", st.to_json()}, {"preset", preset}};
   };
-  auto save_last = [&] { save_checkpoint(last_path, model, &optimizer, meta()); };
+  // The newest checkpoint on disk with finite weights: a resume starts there, and a diverged run
+  // names it.
+  std::string last_good = resuming ? req.resume : std::string();
+  int64_t last_good_step = resuming ? st.step : -1;
+  auto save_last = [&] {
+    if (!all_finite(model))
+      throw std::runtime_error(fmt::format("the weights after step {} are not finite; not saving them (last good "
+                                           "checkpoint: {})",
+                                           st.step, last_good.empty() ? "none" : last_good));
+    save_checkpoint(last_path, model, &optimizer, meta());
+    last_good = last_path;
+    last_good_step = st.step;
+  };
 
   InterruptGuard interrupt_guard;
   auto should_stop = [] { return interrupt_requested(); };
@@ -358,9 +383,19 @@ TrainOutcome run_training(const TrainRequest& req) {
       optimizer.step();
       const double loss_value = loss.item<double>();
       const double dt = seconds_since(t0);
-      if (!std::isfinite(loss_value))
-        throw std::runtime_error(fmt::format("training loss is {} at step {}; lower lr (now {:.3g})", loss_value,
-                                             st.step, lr));
+      if (!std::isfinite(loss_value)) {
+        // Steps are counted from 1, as in metrics.jsonl. Nothing is saved from here on.
+        const int64_t failed = st.step + 1;
+        std::string where = "no checkpoint was written before it";
+        if (!last_good.empty())
+          where = fmt::format("last good checkpoint: {} (step {}{})", last_good, last_good_step,
+                              last_good_step == failed - 1 ? ", the step just before; its weights may already be "
+                                                             "diverging"
+                                                           : "");
+        throw std::runtime_error(fmt::format("training loss is {} at step {} (lr {:.3g}); stopped without saving; {}",
+                                             std::isnan(loss_value) ? "nan" : (loss_value > 0 ? "inf" : "-inf"),
+                                             failed, lr, where));
+      }
       ++st.step;
       ++st.batch_in_epoch;
       st.tokens_seen += n * L;

@@ -39,6 +39,7 @@ struct TrainRequest {
   bool allow_other_data = false;
   std::string device = "cpu";  // cpu | cuda
   bool plain_progress = false; // never draw a bar (tests)
+  bool print_banner = false;   // the runtime banner, once inputs are checked (the CLI)
 };
 
 struct TrainOutcome {

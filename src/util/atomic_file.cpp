@@ -1,12 +1,14 @@
 #include "util/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +58,46 @@ void write_file_atomic_with(const std::string& path,
     std::remove(tmp.c_str());
     throw;
   }
+}
+
+void check_output_path(const std::string& path, const std::string& flag) {
+  if (path.empty()) throw InputError(flag + " needs a file name");
+  auto fail = [&](const std::string& why) { throw InputError("cannot write " + path + " (" + flag + "): " + why); };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) fail("is a directory");
+    if (!S_ISREG(st.st_mode)) return;  // a device or pipe: written in place
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0) fail("folder " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(dst.st_mode)) fail(dir + ": " + std::strerror(ENOTDIR));
+  // Creating a file is the only reliable test: access(W_OK) says yes to root on /proc.
+  const std::string probe = dir + "/.grassaudit-probe.tmp." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) fail("folder " + dir + " is not writable (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto mark = name.rfind(".tmp.");
+    if (mark == std::string::npos || mark == 0) continue;
+    const std::string pid_text = name.substr(mark + 5);
+    if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    const bool alive = pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+    std::error_code type_ec;
+    if (alive || !entry.is_regular_file(type_ec)) continue;
+    if (std::filesystem::remove(entry.path(), type_ec)) removed.push_back(entry.path().string());
+  }
+  return removed;
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace grassaudit {
 
@@ -16,6 +17,16 @@ void write_file_atomic(const std::string& path, const std::string& contents);
 // fully write it; on exception the temporary is removed and the error propagates.
 void write_file_atomic_with(const std::string& path,
                             const std::function<void(const std::string& tmp_path)>& write);
+
+// Up-front check for an output file named by `flag` (e.g. "--json"), so a long command does not
+// fail only at its end: InputError if `path` is empty or a directory, or its folder is missing,
+// not a folder, or not writable. Devices (/dev/stdout) pass.
+void check_output_path(const std::string& path, const std::string& flag);
+
+// Removes "<name>.tmp.<pid>" files in `dir` (not recursive) left by a process that no longer
+// exists (a writer killed between creating its temporary and renaming it). Temporaries of live
+// processes are kept. Returns the removed paths.
+std::vector<std::string> remove_stale_temp_files(const std::string& dir);
 
 // Reads a whole file; InputError naming the path if it is missing, a directory or unreadable.
 std::string read_file(const std::string& path);

@@ -220,18 +220,25 @@ TEST(CliConfig, ReportAndTopLevel) {
   }
 }
 
-// Values that are accepted today although they are invalid. The checks belong in src/cli
-// (cli_common.cpp / cmd_*.cpp) and src/core (model_config.cpp), which this suite's owner does
-// not edit; enable once fixed:
-//   --seed -1     boost::program_options parses "-1" into uint64_t as 18446744073709551615
-//   --threads -1  accepted (treated like 0?), should be "--threads must be >= 0"
-//   --eps inf     passes "eps must be > 0"; Pluecker normalisation then divides by inf
-TEST(CliConfig, DISABLED_ValuesAcceptedToday) {
+// Values boost::program_options or a plain "> 0" check would let through:
+//   --seed -1     parsed into a uint64_t as 18446744073709551615
+//   --threads -1  would have meant "all cores" like 0
+//   --eps inf     passes "> 0"; the Pluecker normalisation then divides by inf
+TEST(CliConfig, RejectsWrappedSeedsNegativeThreadsAndInfinities) {
   expect_all("audit", {
-      {small({"--seed", "-1"}), {"--seed"}},
-      {small({"--threads", "-1"}), {"--threads"}},
-      {small({"--eps", "inf"}), {"eps"}},
+      {small({"--seed", "-1"}), {"--seed", "-1"}},
+      {small({"--seed", "1e3"}), {"--seed", "1e3"}},
+      {small({"--seed", "99999999999999999999"}), {"--seed"}},
+      {small({"--threads", "-1"}), {"--threads", ">= 0", "-1"}},
+      {small({"--eps", "inf"}), {"eps", "finite", "inf"}},
+      {small({"--eps", "nan"}), {"eps", "nan"}},
+      {small({"--dropout", "nan"}), {"dropout", "nan"}},
   });
+  expect_all("train", {
+      {{"--mixer", "past", "--preset", "tiny", "--seed", "-5"}, {"--seed", "-5"}},
+      {{"--mixer", "past", "--preset", "tiny", "--threads", "-2"}, {"--threads", "-2"}},
+  });
+  expect_all("train-nli", {{{"--seed", "-1"}, {"--seed", "-1"}}});
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ void run_train_cases(const std::vector<DataCase>& cases) {
                                   t.file("run"), "--threads", "1"};
     args.insert(args.end(), c.extra_args.begin(), c.extra_args.end());
     auto r = cli.run(args);
-    EXPECT_TRUE(IsOneLineError(r, "train", c.needles, false));
+    EXPECT_TRUE(IsOneLineError(r, "train", c.needles));
     EXPECT_FALSE(fs::exists(t.file("run"))) << "an --out folder was left behind";
   }
 }
@@ -169,14 +169,14 @@ TEST(CliData, EvalWithMissingOrBadData) {
 
   r = cli.run({"eval", "--checkpoint", ck, "--split", "valid", "--data-dir", t.file("nowhere"), "--threads", "1",
                "--json", t.file("e.json")});
-  EXPECT_TRUE(IsOneLineError(r, "eval", {"nowhere/wikitext-2/wiki.train.tokens"}, false));
+  EXPECT_TRUE(IsOneLineError(r, "eval", {"nowhere/wikitext-2/wiki.train.tokens"}));
   r = cli.run({"eval", "--checkpoint", ck, "--split", "valid", "--data-dir", t.file("data"), "--threads", "1",
                "--json", t.file("e.json")});
-  EXPECT_TRUE(IsOneLineError(r, "eval", {"wiki.train.tokens", "--allow-other-data"}, false));
+  EXPECT_TRUE(IsOneLineError(r, "eval", {"wiki.train.tokens", "--allow-other-data"}));
   write_text(t.file("data/wikitext-2/wiki.test.tokens"), "a \xFF b\n");
   r = cli.run({"eval", "--checkpoint", ck, "--split", "test", "--data-dir", t.file("data"), "--allow-other-data",
                "--threads", "1", "--json", t.file("e.json")});
-  EXPECT_TRUE(IsOneLineError(r, "eval", {"wiki.test.tokens", "line 1", "UTF-8"}, false));
+  EXPECT_TRUE(IsOneLineError(r, "eval", {"wiki.test.tokens", "line 1", "UTF-8"}));
   EXPECT_FALSE(fs::exists(t.file("e.json")));
   EXPECT_TRUE(NoTempFiles(t.path()));
 }
@@ -228,7 +228,7 @@ TEST(CliData, SnliBadFilesThroughTrainNli) {
     std::vector<std::string> needles = c.needles;
     needles.push_back("snli_1.0_dev.jsonl.gz");
     auto r = cli.run(common);
-    EXPECT_TRUE(IsOneLineError(r, "train-nli", needles, false));
+    EXPECT_TRUE(IsOneLineError(r, "train-nli", needles));
     EXPECT_FALSE(fs::exists(t.file("run")));
     // As an explicit --train file.
     write_text(data + "/snli/snli_1.0_dev.jsonl.gz", gz);
@@ -237,14 +237,14 @@ TEST(CliData, SnliBadFilesThroughTrainNli) {
     auto args = common;
     args.insert(args.end(), {"--train", t.file("bad_train.jsonl")});
     r = cli.run(args);
-    EXPECT_TRUE(IsOneLineError(r, "train-nli", needles, false));
+    EXPECT_TRUE(IsOneLineError(r, "train-nli", needles));
     EXPECT_FALSE(fs::exists(t.file("run")));
   }
   for (const char* missing : {"snli/snli_1.0_test.jsonl.gz", "bert-base-uncased/vocab.txt"}) {
     SCOPED_TRACE(missing);
     fs::remove(data + "/" + missing);
     auto r = cli.run(common);
-    EXPECT_TRUE(IsOneLineError(r, "train-nli", {missing}, false));
+    EXPECT_TRUE(IsOneLineError(r, "train-nli", {missing}));
     EXPECT_FALSE(fs::exists(t.file("run")));
   }
 }

@@ -223,6 +223,15 @@ inline ::testing::AssertionResult NoTempFiles(const std::string& dir) {
   return ::testing::AssertionSuccess();
 }
 
+// The pid of a process that has exited and been reaped (for "left by a dead process" cases).
+inline pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
 inline bool binary_available() { return fs::exists(GRASSAUDIT_BINARY); }
 
 #define GRASSAUDIT_CLI_REQUIRE_BINARY() \
