@@ -102,6 +102,59 @@ void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
        "lines: the paper's numbers at the same L and depth."});
 }
 
+// Training cross-entropy against the fractional epoch logged with each "train" record. The x
+// axis is the epoch, not tokens: the batch size is not among the artifacts the report reads, and
+// an epoch's last batch may be partial, so step x batch x L would not be exact.
+void plan_train_loss(const std::vector<RunRecord>& runs,
+                     const std::map<std::string, std::string>& stems, FigurePlan& plan) {
+  std::vector<std::string> plots;
+  bool any_leaky = false, any_unaudited = false;
+  int colour = 0;
+  for (const auto& r : runs) {
+    if (r.task != "lm" || r.train.empty()) continue;
+    ++colour;
+    const Standing standing = standing_of(r);
+    std::string data;
+    for (const auto& p : r.train) data += fmt::format("{:.6g} {:.6g}\n", p.epoch, p.loss);
+    const std::string file = "train-" + stems.at(r.name) + ".dat";
+    plan.data_files.emplace_back(file, data);
+    std::string title = r.name;
+    int dash = 1;
+    if (standing == Standing::kQuarantined) {
+      title += " (LEAKY: sees future tokens)";
+      dash = 2;
+      any_leaky = true;
+    } else if (standing == Standing::kUnaudited) {
+      title += " (not audited)";
+      dash = 3;
+      any_unaudited = true;
+    }
+    plots.push_back(fmt::format(
+        "{} using 1:2 with linespoints lc {} lw 2 pt 7 ps 0.5 dt {} title {}", q("data/" + file),
+        colour, dash, q(title)));
+  }
+  if (plots.empty()) return;
+  std::string body;
+  body += "set title 'Training loss per step (dashed: LEAKY, the model sees future tokens)'\n";
+  body += "set xlabel 'epoch (fractional, as logged with each step)'\n";
+  body += "set ylabel 'training cross-entropy (nats per token)'\n";
+  body += "set yrange [0:*]\nset grid\nset key top right\n";
+  body += "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
+  body += "\n";
+  plan.script += both_terminals("train-loss", body, 1000, 540);
+  std::string caption =
+      "From each language-model run's metrics.jsonl (\"train\" records): the cross-entropy, in "
+      "nats per token, of the one training batch at each logged step (training mode, dropout on, "
+      "not averaged over steps), against the fractional epoch logged with it.";
+  if (any_leaky) {
+    caption += " Dashed lines are LEAKY runs: the audit found the model sees future tokens, so "
+               "its low loss is not a language-modelling result.";
+  }
+  if (any_unaudited) caption += " Dotted lines: runs not audited.";
+  plan.figures.push_back({"train-loss", "Training loss per step", caption});
+}
+
 void plan_leak_maps(const std::vector<RunRecord>& runs,
                     const std::map<std::string, std::string>& stems, FigurePlan& plan) {
   for (const auto& r : runs) {
@@ -216,6 +269,7 @@ FigurePlan plan_figures(const std::vector<RunRecord>& runs, const std::vector<Be
   FigurePlan plan;
   const auto stems = run_stems(runs);
   plan_ppl(runs, pub, stems, plan);
+  plan_train_loss(runs, stems, plan);
   plan_leak_maps(runs, stems, plan);
   plan_bench(bench, plan);
   return plan;

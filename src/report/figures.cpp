@@ -40,7 +40,8 @@ bool ours(const std::string& name) {
   const std::string ext = p.extension().string();
   if (ext != ".png" && ext != ".svg") return false;
   const std::string stem = p.stem().string();
-  return stem == "ppl" || stem == "bench" || stem.rfind("leakmap-", 0) == 0;
+  return stem == "ppl" || stem == "train-loss" || stem == "bench" ||
+         stem.rfind("leakmap-", 0) == 0;
 }
 
 void remove_stale(const fs::path& dir, const std::set<std::string>& keep) {

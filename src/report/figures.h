@@ -14,8 +14,9 @@ struct FigureResult {
 };
 
 // Writes the plan's data and script to a temporary folder, runs gnuplot there, then moves each
-// picture into <out_dir>/figures/ atomically. Stale ppl*/leakmap-*/bench* pictures from earlier
-// runs are removed. When `gnuplot` cannot be found nothing is drawn and `note` says so.
+// picture into <out_dir>/figures/ atomically. Stale ppl, train-loss, leakmap-* and bench
+// pictures from earlier runs are removed. When `gnuplot` cannot be found nothing is drawn and
+// `note` says so.
 // Throws std::runtime_error if gnuplot runs and fails.
 FigureResult render_figures(const FigurePlan& plan, const std::string& out_dir,
                             const std::string& gnuplot);

@@ -40,7 +40,8 @@ std::vector<json> parse_jsonl_file(const std::string& path) {
   size_t line_no = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
+    const bool terminated = end != std::string::npos;
+    if (!terminated) end = text.size();
     ++line_no;
     const std::string line = text.substr(start, end - start);
     start = end + 1;
@@ -48,6 +49,9 @@ std::vector<json> parse_jsonl_file(const std::string& path) {
     try {
       out.push_back(json::parse(line));
     } catch (const json::exception& e) {
+      // A last line with no newline that does not parse is a write cut short (the writer was
+      // killed mid-line): skipped. Anything else that does not parse is a broken artifact.
+      if (!terminated) break;
       throw InputError(path + ":" + std::to_string(line_no) + ": invalid JSON: " + e.what());
     }
   }

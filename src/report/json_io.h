@@ -13,7 +13,8 @@ namespace grassaudit {
 // the read_file error if the file is missing or unreadable.
 nlohmann::json parse_json_file(const std::string& path);
 
-// One JSON value per non-blank line. InputError "<path>:<line>: invalid JSON: ...".
+// One JSON value per non-blank line. InputError "<path>:<line>: invalid JSON: ...", except for
+// a torn last line (no terminating newline, does not parse), which is skipped.
 std::vector<nlohmann::json> parse_jsonl_file(const std::string& path);
 
 // Typed, optional access to object members. `where` names the artifact in errors, e.g.

@@ -12,7 +12,8 @@ namespace {
 std::string figures_section(const FigureResult& figs) {
   if (!figs.rendered) return figs.note + "\n";
   if (figs.figures.empty()) {
-    return "No figures: no run has validation records or a leak map, and there are no "
+    return "No figures: no run has validation or training records or a leak map, and there "
+           "are no "
            "throughput measurements.\n";
   }
   std::string out;

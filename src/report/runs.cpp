@@ -131,7 +131,17 @@ void read_metrics(RunRecord& run, const std::string& path) {
     // The run's verdict binds every line; a line's own "leaky" verdict binds that line.
     check_ppl_keys(line, run.audit.verdict, where);
     if (line_verdict && *line_verdict == "leaky") check_ppl_keys(line, "leaky", where);
-    if (opt_string(line, "type", where).value_or("") != "eval") continue;
+    const std::string type = opt_string(line, "type", where).value_or("");
+    if (type == "train") {
+      // Only a language model's loss is a per-token cross-entropy comparable across runs.
+      if (run.task != "lm") continue;
+      const auto epoch = opt_number(line, "epoch", where);
+      const auto loss = opt_number(line, "loss", where);
+      if (!epoch || !loss) continue;
+      run.train.push_back({*epoch, opt_integer(line, "step", where), *loss});
+      continue;
+    }
+    if (type != "eval") continue;
     if (opt_string(line, "split", where).value_or("valid") != "valid") continue;
     const auto ppl = opt_number(line, "ppl", where);
     const auto qppl = opt_number(line, "quarantined_ppl", where);
@@ -147,6 +157,8 @@ void read_metrics(RunRecord& run, const std::string& path) {
   }
   std::stable_sort(run.evals.begin(), run.evals.end(),
                    [](const EvalPoint& a, const EvalPoint& b) { return a.epoch < b.epoch; });
+  std::stable_sort(run.train.begin(), run.train.end(),
+                   [](const TrainPoint& a, const TrainPoint& b) { return a.epoch < b.epoch; });
 }
 
 void read_audit(RunRecord& run, const std::string& path) {

@@ -29,6 +29,14 @@ struct EvalPoint {
   bool quarantined = false;  // the line carried "quarantined_ppl"
 };
 
+// One "train" record of an LM run's metrics.jsonl: the training cross-entropy (nats per token)
+// of the batch logged at that step, in training mode.
+struct TrainPoint {
+  double epoch = 0;  // fractional epoch, as logged (the record's "epoch")
+  std::optional<long long> step;
+  double loss = 0;
+};
+
 struct LeakCell {
   long long t = 0;  // 0-based output position
   long long d = 0;  // offset >= 1
@@ -64,8 +72,10 @@ struct RunRecord {
   std::vector<long long> seeds;
   std::vector<double> val_acc, test_acc;
 
-  // metrics.jsonl (validation evaluations) and audit.json (leak map), when present.
+  // metrics.jsonl (validation evaluations; training-loss records of LM runs only) and
+  // audit.json (leak map), when present.
   std::vector<EvalPoint> evals;
+  std::vector<TrainPoint> train;  // sorted by epoch; records without "epoch" or "loss" skipped
   std::optional<LeakMap> leak_map;
 };
 

@@ -168,7 +168,7 @@ TEST_F(FixtureReport, LiteralSectionConcludesFromNumbers) {
 }
 
 TEST_F(FixtureReport, FiguresAreLinkedAndExist) {
-  for (const std::string stem : {"ppl", "bench", "leakmap-attn-wp-l128-n6",
+  for (const std::string stem : {"ppl", "train-loss", "bench", "leakmap-attn-wp-l128-n6",
                                  "leakmap-past-wp-l128-n6", "leakmap-future-wp-l128-n6"}) {
     EXPECT_NE(md().find("(figures/" + stem + ".png)"), std::string::npos) << stem;
     for (const char* ext : {".png", ".svg"}) {
@@ -193,7 +193,7 @@ TEST_F(FixtureReport, RegenerationIsByteIdentical) {
   const auto ta = testing::tree_contents(a.path());
   const auto tb = testing::tree_contents(b.path());
   ASSERT_EQ(ta.size(), tb.size());
-  EXPECT_GE(ta.size(), 11u);  // README + 5 figures x 2 formats
+  EXPECT_GE(ta.size(), 13u);  // README + 6 figures x 2 formats
   for (const auto& [name, bytes] : ta) {
     ASSERT_TRUE(tb.count(name)) << name;
     EXPECT_TRUE(bytes == tb.at(name)) << name << " differs";
