@@ -182,41 +182,31 @@ class Prober {
     }
   }
 
-  Pass run_pass(const std::vector<std::string>& modes, const std::vector<int64_t>& lens) {
-    Pass pass;
-    pass.dtype = target_.dtype();
-    for (const auto& mode : modes)
-      for (int64_t L : lens) {
-        EffectTable table;
-        table.L = L;
-        table.effect.assign(static_cast<size_t>(L * L), 0.0);
-        probe(mode, L, table, pass);
-        pass.tables[{mode, L}] = std::move(table);
-      }
-    return pass;
+  // One (mode, length) table in the target's current dtype, every cut.
+  EffectTable probe_table(const std::string& mode, int64_t L, Pass& pass) {
+    EffectTable table;
+    table.L = L;
+    table.effect.assign(static_cast<size_t>(L * L), 0.0);
+    probe(mode, L, table, pass);
+    return table;
   }
 
   // The decisive re-run (in the target's current dtype) of only the cuts where `first` saw a
   // non-zero effect. A cut that moved nothing at all in float32 has nothing to tell apart:
-  // its zeros stand (zero effect cells stay zero in the returned tables).
-  Pass rerun_nonzero(const Pass& first) {
-    Pass pass;
-    pass.dtype = target_.dtype();
-    for (const auto& [key, tab] : first.tables) {
-      EffectTable table;
-      table.L = tab.L;
-      table.effect.assign(tab.effect.size(), 0.0);
-      std::vector<int64_t> cuts;
-      for (int64_t c = 1; c < tab.L; ++c)
-        for (int64_t t = 0; t < c; ++t)
-          if (tab.at(t, c) > 0) {
-            cuts.push_back(c);
-            break;
-          }
-      if (!cuts.empty()) probe(key.first, tab.L, table, pass, cuts);
-      pass.tables[key] = std::move(table);
-    }
-    return pass;
+  // its zeros stand (zero effect cells stay zero in the returned table).
+  EffectTable rerun_nonzero(const std::string& mode, const EffectTable& first, Pass& pass) {
+    EffectTable table;
+    table.L = first.L;
+    table.effect.assign(first.effect.size(), 0.0);
+    std::vector<int64_t> cuts;
+    for (int64_t c = 1; c < first.L; ++c)
+      for (int64_t t = 0; t < c; ++t)
+        if (first.at(t, c) > 0) {
+          cuts.push_back(c);
+          break;
+        }
+    if (!cuts.empty()) probe(mode, first.L, table, pass, cuts);
+    return table;
   }
 
   // Non-vacuity: replace the first half, keep the rest; how much do later outputs move?
@@ -313,34 +303,81 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   Prober prober(target, opt);
   const int64_t L = r.seq_lens.front();
 
-  Pass first = prober.run_pass(r.modes, r.seq_lens);
-  r.max_effect_float32 = first.max_effect;
+  // Non-vacuity first, in the target's own precision.
   r.past_effect = prober.past_effect(L);
-  Pass decisive;
+
+  // Table by table, lengths outer and modes inner (both modes of the main length come first):
+  // float32 (the target's dtype), then -- only if something moved -- the float64 re-run of the
+  // cuts that moved. `first` holds the float32 tables, `decisive` the ones the verdict uses.
+  const at::ScalarType own_dtype = target.dtype();
+  Pass first, decisive;
+  first.dtype = own_dtype;
+  decisive.dtype = own_dtype;
   double threshold = 0.0;
-  if (first.max_effect == 0.0) {
-    decisive = std::move(first);  // exact zeros: nothing to tell apart
-  } else if (first.dtype == at::kDouble) {
-    decisive = std::move(first);
-    threshold = kLeakThreshold64;
-  } else {
-    std::string why;
-    if (target.to_dtype(at::kDouble, &why)) {
-      Pass second = prober.rerun_nonzero(first);
-      second.probes += first.probes;
-      decisive = std::move(second);
-      threshold = kLeakThreshold64;
-    } else {
-      decisive = std::move(first);
-      threshold = kLeakThreshold32;
-      r.notes.push_back(fmt::format(
-          "float64 unavailable ({}): decided in float32 with threshold {:g}; leaks smaller than that are not "
-          "detectable",
-          why, kLeakThreshold32));
+  bool float64_unavailable = false;
+  std::vector<int64_t> lens_run;
+  std::vector<std::string> modes_run;
+  bool stop = false;
+  for (size_t li = 0; li < r.seq_lens.size() && !stop; ++li) {
+    const int64_t len = r.seq_lens[li];
+    lens_run.push_back(len);
+    for (size_t mi = 0; mi < r.modes.size() && !stop; ++mi) {
+      const std::string& mode = r.modes[mi];
+      if (std::find(modes_run.begin(), modes_run.end(), mode) == modes_run.end()) modes_run.push_back(mode);
+      if (target.dtype() != own_dtype) target.to_dtype(own_dtype, nullptr);
+      const double before = first.max_effect;
+      first.max_effect = 0;
+      EffectTable t32 = prober.probe_table(mode, len, first);
+      const double moved = first.max_effect;
+      first.max_effect = std::max(before, moved);
+      EffectTable chosen;
+      if (moved == 0.0) {
+        chosen = std::move(t32);  // exact zeros: nothing to tell apart
+      } else if (own_dtype == at::kDouble) {
+        chosen = std::move(t32);
+        threshold = kLeakThreshold64;
+        decisive.max_effect = std::max(decisive.max_effect, moved);
+      } else {
+        std::string why;
+        if (!float64_unavailable && target.to_dtype(at::kDouble, &why)) {
+          decisive.dtype = at::kDouble;
+          threshold = kLeakThreshold64;
+          chosen = prober.rerun_nonzero(mode, t32, decisive);
+        } else {
+          if (!float64_unavailable)
+            r.notes.push_back(fmt::format(
+                "float64 unavailable ({}): decided in float32 with threshold {:g}; leaks smaller than that are "
+                "not detectable",
+                why, kLeakThreshold32));
+          float64_unavailable = true;
+          threshold = kLeakThreshold32;
+          decisive.max_effect = std::max(decisive.max_effect, moved);
+          chosen = std::move(t32);
+        }
+      }
+      const bool leaks = judge(chosen, threshold).horizon > 0;
+      decisive.tables[{mode, len}] = std::move(chosen);
+      const bool last = li + 1 == r.seq_lens.size() && mi + 1 == r.modes.size();
+      if (leaks && opt.stop_when_leaky && !last) {
+        stop = true;
+        r.stopped_early = true;
+        r.notes.push_back(fmt::format(
+            "stopped at {} mode, L={}: the leak is proven there (gate setting); the remaining (mode, length) "
+            "tables were not audited, and the horizon is that of the tables audited",
+            mode, len));
+      }
     }
   }
+  if (float64_unavailable) decisive.dtype = own_dtype;
+  // The gradient check runs in the decisive precision.
+  if (target.dtype() != decisive.dtype) target.to_dtype(decisive.dtype, nullptr);
+  r.max_effect_float32 = first.max_effect;
+  r.seq_lens_planned = r.seq_lens;
+  r.seq_lens = lens_run;
+  r.modes_planned = r.modes;
+  r.modes = modes_run;
   r.precision = dtype_name(decisive.dtype);
-  r.probes = decisive.probes;
+  r.probes = first.probes + decisive.probes;
 
   // Verdict, horizons and the map, from the decisive pass.
   std::map<std::string, int64_t> mode_h;
@@ -356,7 +393,9 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   if (!r.first_leaking_cut && r.leak_horizon > 0) {  // leaks only at other lengths
     for (int64_t len : r.seq_lens)
       for (const auto& mode : r.modes) {
-        auto v = judge(decisive.tables.at({mode, len}), threshold);
+        auto it = decisive.tables.find({mode, len});
+        if (it == decisive.tables.end()) continue;  // not audited (stopped early)
+        auto v = judge(it->second, threshold);
         if (v.first_cut && !r.first_leaking_cut) r.first_leaking_cut = v.first_cut;
       }
   }
@@ -378,7 +417,8 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
     auto& row = r.leak_map[static_cast<size_t>(t)];
     for (int64_t D = 1; t + D < L; ++D) {
       double e = 0;
-      for (const auto& mode : r.modes) e = std::max(e, decisive.tables.at({mode, L}).at(t, t + D));
+      for (const auto& mode : r.modes)
+        if (auto it = decisive.tables.find({mode, L}); it != decisive.tables.end()) e = std::max(e, it->second.at(t, t + D));
       row.push_back(e > threshold ? e : 0.0);
     }
   }
@@ -426,6 +466,9 @@ nlohmann::json to_json(const AuditResult& r) {
   j["modes"] = r.modes;
   j["seq_lens"] = r.seq_lens;
   j["rounding_only"] = r.rounding_only;
+  j["stopped_early"] = r.stopped_early;
+  j["seq_lens_planned"] = r.seq_lens_planned;
+  j["modes_planned"] = r.modes_planned;
   j["probes"] = r.probes;
   j["seconds"] = r.seconds;
   j["precision"] = r.precision;

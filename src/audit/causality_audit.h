@@ -6,7 +6,9 @@
 // unperturbed ones. Rows for many cuts share one forward pass. Eval mode compares rows of the
 // same pass (identical shapes, so position-wise arithmetic is bit-identical); train mode runs
 // paired passes with the RNG reset to the same state so dropout masks match row by row.
-// Lengths: L, L-1, L/2, L/4, ..., 2. Trials: independent base sequences.
+// Lengths: L, L-1, L/2, L/4, ..., 2. Trials: independent base sequences. Order: lengths outer,
+// modes inner, each (mode, length) table decided (float32, then float64 where needed) before the
+// next, so the gate can stop once a table proves a leak (AuditOptions::stop_when_leaky).
 //
 // Rounding versus leak: effects are measured relative to the output scale (max |y|). A causal
 // model built from masked/sliced arithmetic shows exactly 0. If float32 shows anything non-zero,
@@ -41,6 +43,12 @@ struct AuditOptions {
   uint64_t seed = 1234;
   bool gradient_check = true;  // method 2, when the target supports it
   std::vector<int64_t> seq_lens;  // empty: the default schedule from seq_len
+  // The gate's setting: once a (mode, length) table proves a leak (in the decisive precision),
+  // stop. Proving causality still takes every table; proving a leak takes one, and the other
+  // tables (with their float64 re-runs: every cut of a leaky model moves) could only refine the
+  // horizon. The first table is eval mode at L, the setting perplexity is computed in. Off for
+  // `grassaudit audit`, whose horizon covers the whole schedule.
+  bool stop_when_leaky = false;
 };
 
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
@@ -60,8 +68,11 @@ struct AuditResult {
   int64_t leak_horizon = 0;
   double max_effect = 0;         // largest relative future effect (decisive precision)
   std::optional<int64_t> first_leaking_cut;
-  std::vector<std::string> modes;
-  std::vector<int64_t> seq_lens;
+  std::vector<std::string> modes;          // the modes audited
+  std::vector<std::string> modes_planned;
+  std::vector<int64_t> seq_lens;           // the lengths audited
+  std::vector<int64_t> seq_lens_planned;   // the schedule (longer than seq_lens if stopped_early)
+  bool stopped_early = false;              // stop_when_leaky ended the schedule after a leak
   bool rounding_only = false;
   int64_t probes = 0;
   double seconds = 0;

@@ -56,6 +56,10 @@ AuditOptions gate_audit_options(int64_t seq_len, int64_t trials, int64_t batch, 
   o.eval_mode = true;
   o.train_mode = true;
   o.gradient_check = true;
+  // A leak proven at L quarantines the number; the shorter lengths' float64 re-runs would cost
+  // more than the rest of the audit (every cut of a leaky model moves) to refine the horizon
+  // only. Causal models still get the whole schedule.
+  o.stop_when_leaky = true;
   return o;
 }
 

@@ -30,7 +30,8 @@ std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& block
                                      const c10::Device& device,
                                      const std::function<bool()>& should_stop = {});
 
-// The gate's audit settings for a training run: seq_len = the training L, both modes.
+// The gate's audit settings for a training run: seq_len = the training L, both modes, the full
+// length schedule for a causal model, stopping after the first length that proves a leak.
 AuditOptions gate_audit_options(int64_t seq_len, int64_t trials, int64_t batch, uint64_t seed);
 
 class AuditGate {

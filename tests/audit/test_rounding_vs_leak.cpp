@@ -156,3 +156,54 @@ TEST(AuditErrors, NanWrongShapeAndThrowingModelsAreInputErrors) {
   FunctionTarget shape("shape", 2, [](const at::Tensor& x, bool) { return x.sum(1); });
   EXPECT_THROW(run_causality_audit(shape, opts(8)), InputError);
 }
+
+// The gate's stop_when_leaky: a leak proven in the first table (eval mode at L) ends the audit
+// there, with the horizon exact for that table; a model clean at L still gets the next tables,
+// so a leak that shows only in train mode or at a shorter length is still found; a causal
+// model's audit is unchanged.
+TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
+  FunctionTarget leaky("shift-3", 1, [](const at::Tensor& x, bool) { return x + 0.1 * shift_left(x, 3); });
+  AuditOptions o = opts(32);
+  o.stop_when_leaky = true;
+  auto r = run_causality_audit(leaky, o);
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 3);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{32}));
+  EXPECT_EQ(r.seq_lens_planned, audit_length_schedule(32));
+  EXPECT_EQ(r.modes, (std::vector<std::string>{"eval"}));
+  EXPECT_EQ(r.modes_planned, (std::vector<std::string>{"eval", "train"}));
+  EXPECT_EQ(r.mode_horizons.size(), 1u);
+  EXPECT_GT(r.leak_map[0][2], 0.0);  // y_0 <- x_3
+  auto full = run_causality_audit(leaky, opts(32));
+  EXPECT_FALSE(full.stopped_early);
+  EXPECT_EQ(full.seq_lens, audit_length_schedule(32));
+  EXPECT_EQ(full.leak_horizon, r.leak_horizon);
+  EXPECT_LT(r.probes, full.probes);
+
+  // Leaks only at odd lengths: clean at 32, so the gate goes on and finds it at 31.
+  FunctionTarget odd("odd-only", 1, [](const at::Tensor& x, bool) {
+    return x.size(1) % 2 == 1 ? x + 0.1 * shift_left(x, 1) : x * 1.0;
+  });
+  auto g = run_causality_audit(odd, o);
+  EXPECT_EQ(g.verdict, "leaky");
+  EXPECT_TRUE(g.stopped_early);
+  EXPECT_EQ(g.seq_lens, (std::vector<int64_t>{32, 31}));
+  EXPECT_EQ(g.length_horizons, (std::vector<std::pair<int64_t, int64_t>>{{32, 0}, {31, 1}}));
+
+  // Leaks only in train mode: eval at L is clean, train at L proves it.
+  FunctionTarget train_only("train-only", 1, [](const at::Tensor& x, bool train) {
+    return train ? x + 0.1 * shift_left(x, 2) : x * 1.0;
+  });
+  auto tr = run_causality_audit(train_only, o);
+  EXPECT_EQ(tr.verdict, "leaky");
+  EXPECT_EQ(tr.leak_horizon, 2);
+  EXPECT_EQ(tr.modes, (std::vector<std::string>{"eval", "train"}));
+  EXPECT_EQ(tr.seq_lens, (std::vector<int64_t>{32}));
+
+  FunctionTarget causal("prefix-sum", 1, [](const at::Tensor& x, bool) { return x.cumsum(1); });
+  auto c = run_causality_audit(causal, o);
+  EXPECT_EQ(c.verdict, "causal");
+  EXPECT_FALSE(c.stopped_early);
+  EXPECT_EQ(c.seq_lens, audit_length_schedule(32));
+}
