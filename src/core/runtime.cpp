@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -100,6 +101,10 @@ std::string runtime_banner() {
   const int bt = blas_threads();
   out << fmt::format("threads: {} (intra-op), BLAS: {} ({} threads), sgemm 256: {:.1f} GFLOP/s\n",
                      at::get_num_threads(), blas_in_use(), bt > 0 ? std::to_string(bt) : "own", gflops);
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  out << fmt::format("OpenMP waiting: OMP_WAIT_POLICY={}{}\n", policy ? policy : "(unset: spinning)",
+                     spin ? std::string(", GOMP_SPINCOUNT=") + spin : "");
   std::string info = at::get_parallel_info();
   std::istringstream lines(info);
   std::string line;

@@ -243,3 +243,33 @@ TEST(CliConfig, RejectsWrappedSeedsNegativeThreadsAndInfinities) {
 
 }  // namespace
 }  // namespace grassaudit::clitest
+
+namespace grassaudit::clitest {
+namespace {
+
+// Compute commands run with OMP_WAIT_POLICY=PASSIVE (they re-execute themselves once to set it
+// before libgomp reads it); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. The banner
+// says which policy is in force.
+TEST(CliRuntime, OpenMpWaitPolicyIsPassiveUnlessTheUserChose) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::vector<std::string> bench{"bench", "--model", "tiny", "--mixer", "past", "--reps", "1", "--warmup",
+                                       "0", "--threads", "1"};
+  auto r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", ""}, {"GOMP_SPINCOUNT", ""}});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_NE(r.err.find("OMP_WAIT_POLICY=PASSIVE"), std::string::npos) << show(r);
+  r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", "active"}});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_NE(r.err.find("OMP_WAIT_POLICY=active"), std::string::npos) << show(r);
+  r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", ""}, {"GOMP_SPINCOUNT", "1000"}});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_NE(r.err.find("GOMP_SPINCOUNT=1000"), std::string::npos) << show(r);
+  EXPECT_EQ(r.err.find("OMP_WAIT_POLICY=PASSIVE"), std::string::npos) << show(r);
+  // Errors are unchanged by the re-execution: one line, exit 2.
+  r = cli.run({"audit", "--mixer", "sideways"}, 60, {{"OMP_WAIT_POLICY", ""}});
+  EXPECT_TRUE(IsOneLineError(r, "audit", {"sideways"}));
+}
+
+}  // namespace
+}  // namespace grassaudit::clitest

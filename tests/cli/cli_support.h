@@ -110,7 +110,7 @@ inline Process spawn(const std::vector<std::string>& args, const std::string& io
     ::setenv("OMP_NUM_THREADS", "1", 1);
     ::setenv("GRASSAUDIT_CACHE", cache_dir.c_str(), 1);
     ::unsetenv("GRASSAUDIT_DATA");
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    for (const auto& [k, v] : env) v.empty() ? ::unsetenv(k.c_str()) : ::setenv(k.c_str(), v.c_str(), 1);
     std::string bin = GRASSAUDIT_BINARY;
     std::vector<std::string> copy = args;
     std::vector<char*> argv{bin.data()};
