@@ -12,24 +12,11 @@
 namespace grassaudit {
 namespace {
 
+using nli_testing::expect_usage_error;
 using nli_testing::read_jsonl;
 using nli_testing::read_text;
 using nli_testing::run_grassaudit;
 using nlohmann::json;
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
-  auto r = run_grassaudit(args, 60);
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-}
 
 TEST(TrainNliCli, BadFlagsExit2WithOneLine) {
   GRASSAUDIT_REQUIRE_BINARY();

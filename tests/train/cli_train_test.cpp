@@ -12,23 +12,10 @@
 namespace grassaudit {
 namespace {
 
+using testing::expect_usage_error;
 using testing::read_json;
 using testing::read_jsonl;
 using testing::run_grassaudit;
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
-  auto r = run_grassaudit(args, 60);
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-}
 
 TEST(TrainCli, BadFlagsExit2WithOneLine) {
   GRASSAUDIT_REQUIRE_BINARY();

@@ -1,50 +1,18 @@
 #pragma once
 // Shared by the trainer tests: temporary folders, the shared data and token cache, running the
-// built binary, reading JSON artifacts.
+// built binary, reading JSON artifacts. The generic pieces live in support/test_support_common.h.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "text/data_dir.h"
+#include "support/test_support_common.h"
 
 namespace grassaudit::testing {
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
-
-inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 // The shared data folder, or "" when absent (tests skip).
-inline std::string shared_data_dir() {
-  std::string d = resolve_data_dir("");
-  if (std::filesystem::exists(d + "/wikitext-2/wiki.train.tokens")) return d;
-  d = std::string(GRASSAUDIT_SOURCE_DIR) + "/../shared/data";
-  if (std::filesystem::exists(d + "/wikitext-2/wiki.train.tokens")) return d;
-  return "";
-}
+inline std::string shared_data_dir() { return find_shared_data_dir({"wikitext-2/wiki.train.tokens"}); }
 
 #define GRASSAUDIT_REQUIRE_WIKITEXT(var)                         \
   const std::string var = ::grassaudit::testing::shared_data_dir(); \
@@ -56,77 +24,27 @@ inline std::string shared_cache_dir() {
   return std::filesystem::path(GRASSAUDIT_BINARY).parent_path().string() + "/.cache";
 }
 
-class TempDir {
+// A fresh folder $TMPDIR/grassaudit-train-XXXXXX, removed with its contents at scope exit.
+class TempDir : public PrefixedTempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "grassaudit-train-XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (!p) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
+  TempDir() : PrefixedTempDir("grassaudit-train") {}
 };
 
-struct ProcessResult {
-  int status = -1;  // exit status, or -1 if killed by a signal
-  std::string out, err;
-};
+// The child runs with GRASSAUDIT_CACHE pointing at the shared token cache.
+inline EnvVars train_child_env() { return {{"GRASSAUDIT_CACHE", shared_cache_dir()}}; }
 
 // Starts build/grassaudit with `args` (stdout/stderr to files in `dir`); returns the pid.
 inline pid_t spawn_grassaudit(const std::vector<std::string>& args, const std::string& dir) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
-    setenv("GRASSAUDIT_CACHE", shared_cache_dir().c_str(), 1);
-    std::vector<char*> argv;
-    std::string bin = GRASSAUDIT_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits up to timeout_s, then SIGKILLs (status -1).
-inline int wait_for(pid_t pid, double timeout_s) {
-  auto t0 = std::chrono::steady_clock::now();
-  int status = 0;
-  while (true) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return spawn_grassaudit_env(args, dir, train_child_env());
 }
 
 inline ProcessResult run_grassaudit(const std::vector<std::string>& args, double timeout_s = 120) {
-  TempDir io;
-  ProcessResult r;
-  r.status = wait_for(spawn_grassaudit(args, io.path()), timeout_s);
-  r.out = read_text(io.file("stdout.txt"));
-  r.err = read_text(io.file("stderr.txt"));
-  return r;
+  return run_grassaudit_env(args, timeout_s, "grassaudit-train", train_child_env());
 }
 
-inline bool binary_available() { return std::filesystem::exists(GRASSAUDIT_BINARY); }
-
-#define GRASSAUDIT_REQUIRE_BINARY() \
-  if (!::grassaudit::testing::binary_available()) GTEST_SKIP() << "build/grassaudit not built"
+// A usage error from `grassaudit args`: exit 2, one stderr line naming `needle`.
+inline void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
+  expect_usage_error_result(run_grassaudit(args, 60), needle);
+}
 
 }  // namespace grassaudit::testing
