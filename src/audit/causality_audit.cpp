@@ -58,6 +58,7 @@ struct EffectTable {
   int64_t L = 0;
   std::vector<double> effect;
   double at(int64_t t, int64_t c) const { return effect[static_cast<size_t>(t * L + c)]; }
+  double max() const { return effect.empty() ? 0.0 : *std::max_element(effect.begin(), effect.end()); }
   void raise(int64_t t, int64_t c, double v) {
     auto& e = effect[static_cast<size_t>(t * L + c)];
     e = std::max(e, v);
@@ -325,11 +326,8 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
       const std::string& mode = r.modes[mi];
       if (std::find(modes_run.begin(), modes_run.end(), mode) == modes_run.end()) modes_run.push_back(mode);
       if (target.dtype() != own_dtype) target.to_dtype(own_dtype, nullptr);
-      const double before = first.max_effect;
-      first.max_effect = 0;
       EffectTable t32 = prober.probe_table(mode, len, first);
-      const double moved = first.max_effect;
-      first.max_effect = std::max(before, moved);
+      const double moved = t32.max();
       EffectTable chosen;
       if (moved == 0.0) {
         chosen = std::move(t32);  // exact zeros: nothing to tell apart
