@@ -109,36 +109,6 @@ struct SeedResult {
   }
 };
 
-// Keeps the lines of a seed's metrics file up to `step` (a resumed run continues from its
-// checkpoint); drops the final test line, which is recomputed.
-void truncate_metrics(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::ostringstream kept;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    try {
-      auto j = json::parse(line);
-      if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step) continue;
-      if (j.value("split", "") == "test") continue;
-    } catch (const json::exception&) {
-      continue;  // a torn last line
-    }
-    kept << line << "\n";
-  }
-  write_file_atomic(path, kept.str());
-}
-
-// One JSON record per line, every write checked.
-class MetricsLog {
- public:
-  MetricsLog(const std::string& path, bool append) : log_(path, append) {}
-  void write(const json& j) { log_.write(j.dump()); }
-
- private:
-  JsonlLog log_;
-};
 
 struct EvalResult {
   double accuracy = 0, loss = 0;
@@ -426,8 +396,8 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
     torch::optim::AdamW optimizer(groups, *options(tcfg.weight_decay));
     if (resume_this) load_nli_optimizer_and_rng(req.resume, optimizer);
 
-    if (resume_this) truncate_metrics(metrics_path(seed), st.step);
-    MetricsLog metrics(metrics_path(seed), /*append=*/resume_this);
+    if (resume_this) truncate_metrics_after(metrics_path(seed), st.step);
+    JsonlLog metrics(metrics_path(seed), /*append=*/resume_this);
     const double elapsed_before = st.elapsed;
     const double train_seconds_before = st.train_seconds;
     auto now_elapsed = [&] { return elapsed_before + seconds_since(seed_start); };

@@ -112,37 +112,6 @@ std::string base_mixer_name(const std::string& mixer) {
   return mixer.rfind(prefix, 0) == 0 ? mixer.substr(prefix.size()) : mixer;
 }
 
-// Keeps the lines of an existing metrics.jsonl that belong to steps <= `step` (a resumed run
-// continues from its checkpoint, so records written after it are superseded).
-void truncate_metrics(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::ostringstream kept;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    try {
-      auto j = json::parse(line);
-      if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step) continue;
-      if (j.value("split", "") == "test") continue;  // the final test figure is recomputed
-    } catch (const json::exception&) {
-      continue;  // a torn last line from a killed run
-    }
-    kept << line << "\n";
-  }
-  write_file_atomic(path, kept.str());
-}
-
-// The metrics file: one JSON record per line, every write checked.
-class MetricsLog {
- public:
-  explicit MetricsLog(const std::string& path) : log_(path) {}
-  void write(const json& j) { log_.write(j.dump()); }
-
- private:
-  JsonlLog log_;
-};
-
 // Whether every parameter holds finite numbers: a checkpoint of weights that are not is never
 // written (it could only reproduce the failure on resume).
 bool all_finite(LanguageModel& model) {
@@ -226,7 +195,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   for (const auto& dir : {out, out + "/checkpoints"})
     for (const auto& stale : remove_stale_temp_files(dir))
       std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
-  if (resuming) truncate_metrics(metrics_path, st.step);
+  if (resuming) truncate_metrics_after(metrics_path, st.step);
 
   // Everything the run needs has been read and checked: only now the runtime banner, so a bad
   // input ends in its one error line alone.
@@ -282,7 +251,7 @@ TrainOutcome run_training(const TrainRequest& req) {
                              st.epoch + 1, st.batch_in_epoch, spe);
 
   AuditGate gate(gate_audit_options(L, tcfg.audit_trials, tcfg.audit_batch, tcfg.seed));
-  MetricsLog metrics(metrics_path);
+  JsonlLog metrics(metrics_path);
   const double elapsed_before = st.elapsed;
   auto now_elapsed = [&] { return elapsed_before + seconds_since(session_start); };
   auto epoch_float = [&] { return static_cast<double>(st.epoch) + static_cast<double>(st.batch_in_epoch) / spe; };
