@@ -422,7 +422,7 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
       auto r = evaluate(model, data.val.examples, tcfg.eval_batch, mcfg.window);
       if (!r) return false;
       const int64_t epoch1 = st.epoch + 1;
-      metrics.write(json{{"type", "eval"}, {"seed", seed}, {"epoch", epoch1}, {"step", st.step}, {"split", "val"},
+      metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", epoch1}, {"step", st.step}, {"split", "val"},
                          {"accuracy", r->accuracy}, {"loss", r->loss}, {"examples", r->examples},
                          {"elapsed", now_elapsed()}});
       const bool best = !st.best_val_acc || r->accuracy > *st.best_val_acc;
@@ -485,7 +485,7 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
         window_seconds += dt;
         recent_step = recent_step == 0 ? dt : 0.9 * recent_step + 0.1 * dt;
         if (st.step % tcfg.log_every == 0 || st.batch_in_epoch == spe) {
-          metrics.write(json{{"type", "train"},
+          metrics.write_record(json{{"type", "train"},
                              {"seed", seed},
                              {"step", st.step},
                              {"epoch", epoch_float()},
@@ -531,7 +531,7 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
       outcome.interrupted = true;
       return outcome;
     }
-    metrics.write(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.step},
+    metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.step},
                        {"split", "test"}, {"accuracy", tr->accuracy}, {"loss", tr->loss},
                        {"examples", tr->examples}, {"elapsed", now_elapsed()}});
     SeedResult res;

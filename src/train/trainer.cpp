@@ -301,7 +301,7 @@ TrainOutcome run_training(const TrainRequest& req) {
     line["audit_verdict"] = g->audit.verdict;
     line["leak_horizon"] = g->audit.leak_horizon;
     line["weights_sha256"] = g->audit.weights_sha256;
-    metrics.write(line);
+    metrics.write_record(line);
     st.last_eval_step = st.step;
     std::cerr << fmt::format("epoch {:.2f} step {}: {}\n", epoch_float(), st.step,
                              describe_ppl("valid", ppl, g->audit));
@@ -375,7 +375,7 @@ TrainOutcome run_training(const TrainRequest& req) {
       recent_step_seconds = recent_step_seconds == 0 ? dt : 0.9 * recent_step_seconds + 0.1 * dt;
       const double recent_tps = static_cast<double>(n * L) / std::max(recent_step_seconds, 1e-9);
       if (st.step % tcfg.log_every == 0 || st.batch_in_epoch == spe || tokens_done()) {
-        metrics.write(json{{"type", "train"},
+        metrics.write_record(json{{"type", "train"},
                            {"step", st.step},
                            {"epoch", epoch_float()},
                            {"loss", loss_value},
@@ -445,7 +445,7 @@ TrainOutcome run_training(const TrainRequest& req) {
     line["audit_verdict"] = audit.verdict;
     line["leak_horizon"] = audit.leak_horizon;
     line["weights_sha256"] = audit.weights_sha256;
-    metrics.write(line);
+    metrics.write_record(line);
   }
   write_file_atomic(out + "/audit.json", to_json(audit).dump(2) + "\n");
 

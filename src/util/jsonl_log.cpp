@@ -26,7 +26,7 @@ void JsonlLog::write(const std::string& line) {
   }
 }
 
-void JsonlLog::write(const nlohmann::json& record) { write(record.dump()); }
+void JsonlLog::write_record(const nlohmann::json& record) { write(record.dump()); }
 
 void truncate_metrics_after(const std::string& path, int64_t step) {
   std::ifstream in(path);

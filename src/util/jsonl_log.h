@@ -17,7 +17,7 @@ class JsonlLog {
   explicit JsonlLog(std::string path, bool append = true);
   // Appends `line` (no newline inside) and a newline, flushed. InputError on failure.
   void write(const std::string& line);
-  void write(const nlohmann::json& record);
+  void write_record(const nlohmann::json& record);  // one record, dumped on one line
   const std::string& path() const { return path_; }
 
  private:
