@@ -8,8 +8,8 @@
 
 namespace grassaudit {
 
-BuiltinLmTarget::BuiltinLmTarget(LanguageModel model, std::string output)
-    : model_(std::move(model)), output_(std::move(output)) {
+BuiltinLmTarget::BuiltinLmTarget(LanguageModel model, std::string output, std::string known_weights_sha256)
+    : model_(std::move(model)), output_(std::move(output)), known_hash_(std::move(known_weights_sha256)) {
   if (output_ != "logits" && output_ != "hidden")
     throw InputError(fmt::format("audit output must be logits or hidden, got '{}'", output_));
   dtype_ = model_->parameters().front().scalar_type();
@@ -46,6 +46,8 @@ bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
   return true;
 }
 
-std::string BuiltinLmTarget::weights_hash() { return weights_sha256(*model_); }
+std::string BuiltinLmTarget::weights_hash() {
+  return known_hash_.empty() ? weights_sha256(*model_) : known_hash_;
+}
 
 }  // namespace grassaudit

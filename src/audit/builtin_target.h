@@ -11,7 +11,9 @@ class BuiltinLmTarget : public AuditTarget {
   // E hidden_t is a position-wise map with E of full column rank d, so logits_t moves exactly
   // when hidden_t moves: the verdict is the same, and hidden skips the V-wide head (most of the
   // forward cost at V = 30522). tests/audit checks that both outputs give the same verdict.
-  BuiltinLmTarget(LanguageModel model, std::string output = "hidden");
+  // known_weights_sha256: the caller has just hashed these very weights (the gate, for its
+  // cache); weights_hash() returns it instead of hashing ~50 MB again.
+  BuiltinLmTarget(LanguageModel model, std::string output = "hidden", std::string known_weights_sha256 = {});
   std::string describe() const override;
   InputSpec input() const override;
   at::Tensor forward(const at::Tensor& x) override;
@@ -27,6 +29,7 @@ class BuiltinLmTarget : public AuditTarget {
  private:
   LanguageModel model_;
   std::string output_;
+  std::string known_hash_;
   at::ScalarType dtype_;
 };
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/rng_guard.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -77,23 +78,20 @@ struct Pass {
 class TargetStateGuard {
  public:
   explicit TargetStateGuard(AuditTarget& t)
-      : target_(t), dtype_(t.dtype()), training_(t.is_training()),
-        rng_(at::detail::getDefaultCPUGenerator().get_state()) {}
+      : target_(t), dtype_(t.dtype()), training_(t.is_training()) {}
   ~TargetStateGuard() {
     try {
       if (target_.dtype() != dtype_) target_.to_dtype(dtype_, nullptr);
       target_.set_train(training_);
-      at::Generator gen = at::detail::getDefaultCPUGenerator();
-      gen.set_state(rng_);
     } catch (...) {
     }
   }
 
  private:
+  CpuRngGuard rng_;
   AuditTarget& target_;
   at::ScalarType dtype_;
   bool training_;
-  at::Tensor rng_;
 };
 
 class Prober {

@@ -1,5 +1,7 @@
 #include "core/checkpoint.h"
 
+#include "core/rng_guard.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -124,7 +126,10 @@ LoadedCheckpoint load_checkpoint_unguarded(const std::string& path) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: bad model config in checkpoint: {}", path, e.what()));
   }
-  out.model = LanguageModel(out.config);
+  {
+    CpuRngGuard keep;  // building the model draws initial weights: leave the caller's stream as it was
+    out.model = LanguageModel(out.config);
+  }
   torch::serialize::InputArchive model_archive;
   if (!archive.try_read("model", model_archive))
     throw InputError(fmt::format("{}: checkpoint has no model weights", path));

@@ -8,6 +8,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "core/checkpoint.h"
+#include "core/rng_guard.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -59,12 +60,9 @@ LoadedNliCheckpoint load_nli_checkpoint(const std::string& path) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", path, e.what()));
   }
-  // Building the model draws initial weights: leave the global RNG as it was.
-  auto rng = at::detail::getDefaultCPUGenerator().get_state();
-  out.model = NliModel(out.config, at::zeros({out.config.full_vocab}, at::kLong));
   {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(rng);
+    CpuRngGuard keep;  // building the model draws initial weights: leave the global RNG as it was
+    out.model = NliModel(out.config, at::zeros({out.config.full_vocab}, at::kLong));
   }
   torch::serialize::InputArchive model_archive;
   if (!archive.try_read("model", model_archive))

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/runtime.h"
+#include "core/rng_guard.h"
 #include "nli/nli_checkpoint.h"
 #include "nli/nli_data.h"
 #include "text/vocab.h"
@@ -215,16 +216,10 @@ NliTrainConfig nli_train_config_from_json(const json& j, NliTrainConfig c) {
 }
 
 int64_t nli_parameter_count(const NliConfig& config, int64_t* head_params) {
-  auto rng = at::detail::getDefaultCPUGenerator().get_state();
-  int64_t n = 0;
-  {
-    NliModel m(config, at::Tensor());
-    n = m->parameter_count();
-    if (head_params) *head_params = m->head_parameter_count();
-  }
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  gen.set_state(rng);
-  return n;
+  CpuRngGuard keep;  // building the model draws initial weights
+  NliModel m(config, at::Tensor());
+  if (head_params) *head_params = m->head_parameter_count();
+  return m->parameter_count();
 }
 
 std::string nli_features_description(const NliConfig& c, bool offline) {

@@ -10,6 +10,7 @@
 
 #include "audit/builtin_target.h"
 #include "core/checkpoint.h"
+#include "core/rng_guard.h"
 #include "train/lm_data.h"
 
 namespace grassaudit {
@@ -71,20 +72,6 @@ namespace {
 // (the cpu-small runs of reports/runs were gated on logits: 6% of an epoch for past).
 constexpr const char* kGateOutput = "hidden";
 
-// Saves and restores the global CPU RNG around work that must not disturb it (building a
-// model copy draws initial weights).
-class CpuRngGuard {
- public:
-  CpuRngGuard() : state_(at::detail::getDefaultCPUGenerator().get_state()) {}
-  ~CpuRngGuard() {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(state_);
-  }
-
- private:
-  at::Tensor state_;
-};
-
 bool on_cpu(LanguageModel& model) {
   for (const auto& p : model->parameters())
     if (!p.device().is_cpu()) return false;
@@ -97,7 +84,7 @@ const AuditResult& AuditGate::audit(LanguageModel& model) {
   if (auto it = cache_.find(hash); it != cache_.end()) return it->second;
   AuditResult result;
   if (on_cpu(model)) {
-    BuiltinLmTarget target(model, kGateOutput);
+    BuiltinLmTarget target(model, kGateOutput, hash);  // the same object: no second hash
     result = run_causality_audit(target, options_);
   } else {
     LanguageModel copy{nullptr};

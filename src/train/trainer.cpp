@@ -422,11 +422,7 @@ TrainOutcome run_training(const TrainRequest& req) {
 
   LanguageModel best{nullptr};
   if (fs::exists(best_path)) {
-    // Building the model draws initial weights: keep the global RNG as it is.
-    auto rng = at::detail::getDefaultCPUGenerator().get_state();
-    best = load_checkpoint(best_path).model;
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(rng);
+    best = load_checkpoint(best_path).model;  // leaves the global RNG as it is
     best->to(device);
   } else {
     best = model;
