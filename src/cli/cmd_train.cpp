@@ -92,8 +92,7 @@ int train_main(int argc, char** argv) {
                                "eps", "offsets", "offset-mode"})
         if (vm.count(flag))
           throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's config is used)", flag));
-      req.resume = resume;
-      load_checkpoint(resume);  // a missing or corrupt checkpoint: one line, before any other output
+      req.resume = resume;  // run_training loads it before any output: a bad file is one line
       if (vm.count("max-tokens")) {
         if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
         req.max_tokens_override = max_tokens;

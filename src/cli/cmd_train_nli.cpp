@@ -11,6 +11,7 @@
 #include "core/runtime.h"
 #include "nli/nli_checkpoint.h"
 #include "nli/nli_trainer.h"
+#include "train/trainer.h"
 #include "util/error.h"
 
 namespace grassaudit::cli {
@@ -76,15 +77,8 @@ int train_nli_main(int argc, char** argv) {
                                "encoder-layers", "log-every"})
         if (vm.count(flag))
           throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's settings are used)", flag));
-      load_nli_checkpoint(resume);  // missing or corrupt: one line, before any other output
-      req.resume = resume;
-      if (vm.count("out")) {
-        req.out_dir = out;
-      } else {
-        std::filesystem::path dir = std::filesystem::path(resume).parent_path();
-        if (dir.filename() == "checkpoints") dir = dir.parent_path();
-        req.out_dir = dir.empty() ? "." : dir.string();
-      }
+      req.resume = resume;  // the trainer loads it before any output: a bad file is one line
+      req.out_dir = vm.count("out") ? out : default_resume_out_dir(resume);
     } else {
       if (!vm.count("head")) throw InputError("--head is required (grassmann or transformer)");
       if (head != "grassmann" && head != "transformer")

@@ -186,6 +186,13 @@ void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& op
   throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
 }
 
+bool all_finite(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> bad;
+  for (const auto& p : module.parameters()) bad.push_back(at::isfinite(p).logical_not().any().view({1}));
+  return bad.empty() || !at::cat(bad).any().item<bool>();
+}
+
 std::string weights_sha256(torch::nn::Module& module) {
   Sha256 h;
   auto absorb = [&](const std::string& name, const at::Tensor& t) {

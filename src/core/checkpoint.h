@@ -41,4 +41,8 @@ void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& op
 // the identity of "the exact weights" the audit ran on.
 std::string weights_sha256(torch::nn::Module& module);
 
+// Whether every parameter holds finite numbers. Both trainers refuse to checkpoint weights that
+// do not (they could only reproduce the failure on resume). One reduction, one host sync.
+bool all_finite(torch::nn::Module& module);
+
 }  // namespace grassaudit

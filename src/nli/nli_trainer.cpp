@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/runtime.h"
+#include "core/checkpoint.h"
 #include "core/rng_guard.h"
 #include "nli/nli_checkpoint.h"
 #include "nli/nli_data.h"
@@ -405,7 +406,12 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
                   {"state", st.to_json()},  {"completed", done},    {"train_file", train_file},
                   {"protocol", data.protocol}};
     };
-    auto save_last = [&] { save_nli_checkpoint(last_path, model, &optimizer, meta()); };
+    auto save_last = [&] {
+      if (!all_finite(*model))
+        throw std::runtime_error(fmt::format("seed {}: the weights after step {} are not finite; not saving them",
+                                             seed, st.step));
+      save_nli_checkpoint(last_path, model, &optimizer, meta());
+    };
     std::cerr << fmt::format("seed {}: {}\n", seed,
                              resume_this ? fmt::format("resuming {} at step {} (epoch {}, batch {} of {})", req.resume,
                                                        st.step, st.epoch + 1, st.batch_in_epoch, spe)
@@ -465,8 +471,9 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
         const double loss_value = loss.item<double>();
         const double dt = seconds_since(t0);
         if (!std::isfinite(loss_value))
-          throw std::runtime_error(
-              fmt::format("training loss is {} at step {}; lower --lr (now {:.3g})", loss_value, st.step, lr));
+          throw std::runtime_error(fmt::format(  // steps counted from 1, as in the metrics file
+              "training loss is {} at step {} (seed {}); stopped without saving; lower --lr (now {:.3g})",
+              std::isnan(loss_value) ? "nan" : (loss_value > 0 ? "inf" : "-inf"), st.step + 1, seed, lr));
         const int64_t tokens = b.mask.sum().item<int64_t>();
         ++st.step;
         ++st.batch_in_epoch;

@@ -112,15 +112,6 @@ std::string base_mixer_name(const std::string& mixer) {
   return mixer.rfind(prefix, 0) == 0 ? mixer.substr(prefix.size()) : mixer;
 }
 
-// Whether every parameter holds finite numbers: a checkpoint of weights that are not is never
-// written (it could only reproduce the failure on resume).
-bool all_finite(LanguageModel& model) {
-  at::NoGradGuard no_grad;
-  for (const auto& p : model->parameters())
-    if (!at::isfinite(p).all().item<bool>()) return false;
-  return true;
-}
-
 }  // namespace
 
 std::string default_resume_out_dir(const std::string& checkpoint_path) {
@@ -264,7 +255,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   std::string last_good = resuming ? req.resume : std::string();
   int64_t last_good_step = resuming ? st.step : -1;
   auto save_last = [&] {
-    if (!all_finite(model))
+    if (!all_finite(*model))
       throw std::runtime_error(fmt::format("the weights after step {} are not finite; not saving them (last good "
                                            "checkpoint: {})",
                                            st.step, last_good.empty() ? "none" : last_good));
