@@ -194,10 +194,20 @@ double training_step_flops(const ModelConfig& c, int64_t B, int64_t L) {
   return 3.0 * per_token * N;                                   // forward + backward (2x)
 }
 
-std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
+void check_model_bench(const ModelBenchOptions& o) {
   if (o.mixers.empty()) throw InputError("--mixer is required");
   if (o.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", o.batch));
   if (o.reps < 1) throw InputError(fmt::format("--reps must be >= 1, got {}", o.reps));
+  if (o.warmup < 0) throw InputError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+  for (const auto& m : o.mixers) {
+    ModelConfig c = o.model;
+    c.mixer = m;
+    c.validate();
+  }
+}
+
+std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
+  check_model_bench(o);
   struct Entry {
     ModelConfig cfg;
     LanguageModel model{nullptr};

@@ -60,6 +60,9 @@ ModelConfig layer_bench_config(const LayerBenchOptions& o, const std::string& mi
 int64_t layer_bench_batch(const LayerBenchOptions& o, int64_t seq_len);
 
 std::vector<BenchTiming> bench_layers(const LayerBenchOptions& o);
+// Every value of a model benchmark (InputError on the first bad one); bench_models calls it,
+// the CLI calls it before printing anything.
+void check_model_bench(const ModelBenchOptions& o);
 std::vector<BenchTiming> bench_models(const ModelBenchOptions& o);
 
 // Analytic FLOPs of one training step (3 x forward GEMM/attention FLOPs; elementwise work not

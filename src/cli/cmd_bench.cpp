@@ -74,6 +74,12 @@ int run(int argc, char** argv) {
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
   configure_threads(threads);
+  if (vm.count("json")) {  // its folder made and checked now, not after minutes of timing
+    const std::string path = vm["json"].as<std::string>();
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) make_dirs(parent.string());
+    check_output_path(path, "--json");
+  }
 
   const auto mixers = split_names(vm["mixer"].as<std::string>());
   for (const auto& m : mixers) MixerRegistry::instance().check_name(m);
@@ -108,12 +114,7 @@ int run(int argc, char** argv) {
     o.weight_decay = preset.train.weight_decay;
     o.reps = opt_reps("reps", 3);
     o.warmup = opt_reps("warmup", 1);
-    if (o.warmup < 0) throw InputError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
-    for (const auto& m : mixers) {  // every value checked before the banner and any work
-      ModelConfig c = o.model;
-      c.mixer = m;
-      c.validate();
-    }
+    check_model_bench(o);  // every value checked before the banner and any work
     int64_t epoch_tokens = 0;
     std::vector<AuditResult> audits(mixers.size());
     if (vm.count("audit-cost")) {
@@ -130,7 +131,7 @@ int run(int argc, char** argv) {
                                  audits[k].verdict, audits[k].seconds, audits[k].probes, audits[k].precision);
       };
     }
-    std::cerr << runtime_banner();
+    print_runtime_banner();
     results = bench_models(o);
     gemm = measure_gemm_gflops(1024, 5);
     if (epoch_tokens > 0)
@@ -155,7 +156,7 @@ int run(int argc, char** argv) {
     o.warmup = opt_reps("warmup", 2);
     for (int64_t L : o.seq_lens)
       for (const auto& m : mixers) layer_bench_config(o, m, L);  // every value checked first
-    std::cerr << runtime_banner();
+    print_runtime_banner();
     results = bench_layers(o);
   }
 
@@ -187,12 +188,7 @@ int run(int argc, char** argv) {
   nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
   const std::string text = doc.dump(2) + "\n";
   std::cout << text;
-  if (vm.count("json")) {
-    const std::string path = vm["json"].as<std::string>();
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) make_dirs(parent.string());
-    write_file_atomic(path, text);
-  }
+  if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
   return kExitOk;
 }
 
