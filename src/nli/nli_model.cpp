@@ -227,7 +227,6 @@ int64_t NliModelImpl::head_parameter_count() const {
   return n;
 }
 
-int64_t NliModelImpl::encoder_parameter_count() const { return parameter_count() - head_parameter_count(); }
 
 void NliModelImpl::set_ablate_pluecker(bool on) {
   for (auto& l : glayers_) l->set_ablate_pluecker(on);

@@ -126,7 +126,6 @@ class NliModelImpl : public torch::nn::Module {
   const NliConfig& config() const { return config_; }
   int64_t parameter_count() const;
   int64_t head_parameter_count() const;     // the head's layers, pooling and classifier
-  int64_t encoder_parameter_count() const;  // embeddings + encoder layers
   // Grassmann head only (empty for the Transformer head).
   std::vector<GrassmannWindowLayer>& grassmann_layers() { return glayers_; }
   void set_ablate_pluecker(bool on);

@@ -237,7 +237,6 @@ std::string nli_features_description(const NliConfig& c, bool offline) {
 }
 
 NliOutcome run_nli_training(const NliTrainRequest& req) {
-  const auto session_start = Clock::now();
   const bool resuming = !req.resume.empty();
 
   NliConfig mcfg = req.model;
@@ -621,7 +620,6 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
       mcfg.head, done_seeds.size(), mean_of(val), sample_std(val), mean_of(test), sample_std(test),
       format_count(params), format_duration(wall), out);
   outcome.completed = true;
-  (void)session_start;
   return outcome;
 }
 

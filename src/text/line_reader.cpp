@@ -10,26 +10,12 @@
 #include "util/error.h"
 
 namespace grassaudit {
-namespace {
-
-bool has_gzip_magic(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  unsigned char m[2] = {0, 0};
-  size_t n = std::fread(m, 1, 2, f);
-  std::fclose(f);
-  return n == 2 && m[0] == 0x1f && m[1] == 0x8b;
-}
-
-}  // namespace
-
 LineReader::LineReader(const std::string& path) : path_(path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw InputError("cannot read " + path + ": " + std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) throw InputError("cannot read " + path + ": is a directory");
-  gzipped_ = has_gzip_magic(path);
   // gzopen also reads plain files unchanged, so one code path serves both.
   gz_ = gzopen(path.c_str(), "rb");
   if (!gz_) throw InputError("cannot read " + path + ": " + std::strerror(errno));

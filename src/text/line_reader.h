@@ -20,14 +20,12 @@ class LineReader {
   bool next(std::string& line);
 
   int64_t line_number() const { return line_number_; }  // of the line last returned
-  bool gzipped() const { return gzipped_; }
   const std::string& path() const { return path_; }
 
  private:
   bool fill();  // reads more bytes into buf_; false at the end of the data
 
   std::string path_;
-  bool gzipped_ = false;
   void* gz_ = nullptr;  // gzFile; void* keeps zlib.h out of this header
   std::string buf_;
   size_t pos_ = 0;

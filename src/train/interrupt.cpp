@@ -40,6 +40,5 @@ InterruptGuard::~InterruptGuard() {
 
 bool interrupt_requested() { return g_signal != 0; }
 int interrupt_signal() { return static_cast<int>(g_signal); }
-void clear_interrupt() { g_signal = 0; }
 
 }  // namespace grassaudit

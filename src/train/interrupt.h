@@ -15,6 +15,5 @@ class InterruptGuard {
 
 bool interrupt_requested();
 int interrupt_signal();      // the signal number received (0 if none)
-void clear_interrupt();      // for tests
 
 }  // namespace grassaudit

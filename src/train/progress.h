@@ -18,7 +18,6 @@ class Progress {
               double eta_seconds);
   // Ends a drawn bar line before other output is printed.
   void break_line();
-  bool is_terminal() const { return tty_; }
 
  private:
   int64_t total_;

@@ -273,14 +273,12 @@ TrainOutcome run_training(const TrainRequest& req) {
   if (tcfg.max_tokens > 0) last_step = std::min(last_step, (tcfg.max_tokens + B * L - 1) / (B * L));
   Progress progress(std::max<int64_t>(last_step, st.step), tcfg.log_every, req.plain_progress);
 
-  std::optional<AuditResult> last_audit;
   // One validation evaluation through the gate; false when interrupted.
   auto validate = [&]() -> bool {
     progress.break_line();
     std::cerr << "validation: auditing the weights, then evaluating...\n";
     auto g = gated_evaluate(gate, model, valid, tcfg.eval_batch, device, should_stop);
     if (!g) return false;
-    last_audit = g->audit;
     const double ppl = g->stats.ppl();
     json line{{"type", "eval"},
               {"epoch", epoch_float()},

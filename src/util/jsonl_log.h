@@ -18,7 +18,6 @@ class JsonlLog {
   // Appends `line` (no newline inside) and a newline, flushed. InputError on failure.
   void write(const std::string& line);
   void write_record(const nlohmann::json& record);  // one record, dumped on one line
-  const std::string& path() const { return path_; }
 
  private:
   std::string path_;
