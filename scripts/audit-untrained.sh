@@ -12,7 +12,8 @@ for mixer in future past attention; do
   out=$(mktemp)
   "$BIN" audit --mixer "$mixer" --seq-len "$L" --json "$out" > /dev/null
   rc=$?
-  if [ $rc -eq 2 ]; then echo "audit of $mixer failed"; exit 2; fi
+  # 0 causal, 1 leaky; anything else (2 input error, 127 no binary, a crash) is a failure.
+  case $rc in 0|1) ;; *) rm -f "$out"; echo "audit of $mixer failed (exit $rc)"; exit 2 ;; esac
   read -r verdict horizon secs < <(python3 - "$out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
