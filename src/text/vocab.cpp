@@ -44,8 +44,11 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& sou
 }
 
 Vocab Vocab::load_bert(const std::string& path) {
+  return parse_bert(read_file(path), path);  // InputError if missing or a directory
+}
+
+Vocab Vocab::parse_bert(std::string_view bytes, const std::string& path) {
   const std::string name = base_name(path);
-  const std::string bytes = read_file(path);  // InputError if missing or a directory
   if (bytes.empty()) throw InputError(name + ": empty vocabulary file (" + path + ")");
   std::vector<std::string> tokens;
   size_t start = 0;
@@ -54,9 +57,9 @@ Vocab Vocab::load_bert(const std::string& path) {
     if (end == std::string::npos) end = bytes.size();  // last line without a newline
     std::string_view line(bytes.data() + start, end - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // tolerate CRLF
-    const std::string where = name + ": line " + std::to_string(tokens.size() + 1);
-    if (find_invalid_utf8(line) != kValidUtf8) throw InputError(where + ": invalid UTF-8");
-    if (line.empty()) throw InputError(where + ": empty token");
+    auto where = [&] { return name + ": line " + std::to_string(tokens.size() + 1); };
+    if (find_invalid_utf8(line) != kValidUtf8) throw InputError(where() + ": invalid UTF-8");
+    if (line.empty()) throw InputError(where() + ": empty token");
     tokens.emplace_back(line);
     start = end + 1;
   }

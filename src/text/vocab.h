@@ -23,6 +23,9 @@ class Vocab {
   // ("vocab.txt: line 7: ...") if the file is missing, a directory, empty, not UTF-8, has an
   // empty line, a duplicate token, or lacks [PAD] [UNK] [CLS] [SEP] [MASK].
   static Vocab load_bert(const std::string& path);
+  // The same from the file's bytes (a caller that also hashes them reads the file once);
+  // `path` names the file in messages.
+  static Vocab parse_bert(std::string_view bytes, const std::string& path);
 
   // Id of `token`, or kNoId.
   int32_t find(std::string_view token) const;

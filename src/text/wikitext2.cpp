@@ -114,7 +114,7 @@ TokenizedCorpus load_wikitext2(const std::string& data_dir_flag, const std::stri
   if (!word_level) {
     const std::string path = require_data_file(data_dir_flag, "bert-base-uncased/vocab.txt");
     vocab_bytes = read_file(path);
-    corpus.vocab = Vocab::load_bert(path);
+    corpus.vocab = Vocab::parse_bert(vocab_bytes, path);  // the bytes the cache key hashes
     if (!allow_other_data && corpus.vocab.size() != kBertUncasedVocab) {
       throw InputError("vocab.txt: expected " + format_count(kBertUncasedVocab) +
                        " entries, found " + format_count(corpus.vocab.size()) +
