@@ -7,6 +7,7 @@
 // Every run gets OMP_NUM_THREADS=1, GRASSAUDIT_DATA unset and GRASSAUDIT_CACHE pointing into the
 // test's own temporary folder, so fake data never reaches the shared token cache.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -22,6 +23,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "support/test_support_common.h"
 
 namespace grassaudit::clitest {
 
@@ -45,24 +48,9 @@ inline std::string fixture(const std::string& name) {
   return std::string(GRASSAUDIT_SOURCE_DIR) + "/tests/cli/fixtures/" + name;
 }
 
-class TempDir {
+class TempDir : public ::grassaudit::testing::PrefixedTempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "grassaudit-cli-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
+  TempDir() : PrefixedTempDir("grassaudit-cli") {}
 };
 
 // Every regular file under `dir` (relative paths), for "nothing new was left behind" checks.
@@ -223,19 +211,9 @@ inline ::testing::AssertionResult NoTempFiles(const std::string& dir) {
   return ::testing::AssertionSuccess();
 }
 
-// The pid of a process that has exited and been reaped (for "left by a dead process" cases).
-inline pid_t dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
+using ::grassaudit::testing::dead_pid;
 
-inline bool binary_available() { return fs::exists(GRASSAUDIT_BINARY); }
-
-#define GRASSAUDIT_CLI_REQUIRE_BINARY() \
-  if (!::grassaudit::clitest::binary_available()) GTEST_SKIP() << "build/grassaudit not built"
+#define GRASSAUDIT_CLI_REQUIRE_BINARY() GRASSAUDIT_REQUIRE_BINARY()
 
 // ---- fake data ----
 

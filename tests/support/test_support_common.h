@@ -168,6 +168,15 @@ inline ProcessResult run_grassaudit_env(const std::vector<std::string>& args, do
   return r;
 }
 
+// The pid of a process that has exited and been reaped (for "left by a dead process" cases).
+inline pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
 inline bool binary_available() { return std::filesystem::exists(GRASSAUDIT_BINARY); }
 
 #define GRASSAUDIT_REQUIRE_BINARY() \

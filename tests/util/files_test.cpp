@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/test_support_common.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/jsonl_log.h"
@@ -18,28 +19,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/grassaudit-files-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : ::grassaudit::testing::PrefixedTempDir {
+  TempDir() : PrefixedTempDir("grassaudit-files") {}
 };
 
 void touch(const std::string& p, const std::string& text = "x") { std::ofstream(p) << text; }
 
-pid_t dead_pid() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return pid;
-}
+using ::grassaudit::testing::dead_pid;
 
 TEST(JsonlLog, AppendsLinesAndKeepsEarlierOnes) {
   TempDir t;
-  const std::string p = t.path + "/m.jsonl";
+  const std::string p = t.path() + "/m.jsonl";
   touch(p, "{\"a\":1}\n");
   {
     JsonlLog log(p);
@@ -68,33 +58,33 @@ TEST(JsonlLog, FullDiskIsAnErrorNamingTheFile) {
 
 TEST(JsonlLog, UnopenableFileIsAnError) {
   TempDir t;
-  EXPECT_THROW(JsonlLog(t.path + "/no/such/folder/m.jsonl"), InputError);
-  EXPECT_THROW(JsonlLog(t.path), InputError);  // a directory
+  EXPECT_THROW(JsonlLog(t.path() + "/no/such/folder/m.jsonl"), InputError);
+  EXPECT_THROW(JsonlLog(t.path()), InputError);  // a directory
 }
 
 TEST(StaleTemps, RemovesDeadWritersOnlyAndOnlyTemporaries) {
   TempDir t;
   const pid_t dead = dead_pid();
-  const std::string stale = t.path + "/last.ckpt.tmp." + std::to_string(dead);
-  const std::string mine = t.path + "/config.json.tmp." + std::to_string(::getpid());
-  const std::string parent = t.path + "/x.tmp." + std::to_string(::getppid());
-  const std::string not_temp = t.path + "/notes.tmp.txt";
-  const std::string plain = t.path + "/last.ckpt";
+  const std::string stale = t.path() + "/last.ckpt.tmp." + std::to_string(dead);
+  const std::string mine = t.path() + "/config.json.tmp." + std::to_string(::getpid());
+  const std::string parent = t.path() + "/x.tmp." + std::to_string(::getppid());
+  const std::string not_temp = t.path() + "/notes.tmp.txt";
+  const std::string plain = t.path() + "/last.ckpt";
   for (const auto& p : {stale, mine, parent, not_temp, plain}) touch(p);
-  fs::create_directory(t.path + "/dir.tmp." + std::to_string(dead));  // not a file: left alone
-  auto removed = remove_stale_temp_files(t.path);
+  fs::create_directory(t.path() + "/dir.tmp." + std::to_string(dead));  // not a file: left alone
+  auto removed = remove_stale_temp_files(t.path());
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0], stale);
   EXPECT_FALSE(fs::exists(stale));
   for (const auto& p : {mine, parent, not_temp, plain}) EXPECT_TRUE(fs::exists(p)) << p;
-  EXPECT_TRUE(remove_stale_temp_files(t.path + "/missing").empty());
+  EXPECT_TRUE(remove_stale_temp_files(t.path() + "/missing").empty());
 }
 
 TEST(OutputPath, CheckedBeforeWork) {
   TempDir t;
-  EXPECT_NO_THROW(check_output_path(t.path + "/new.json", "--json"));
-  touch(t.path + "/old.json");
-  EXPECT_NO_THROW(check_output_path(t.path + "/old.json", "--json"));
+  EXPECT_NO_THROW(check_output_path(t.path() + "/new.json", "--json"));
+  touch(t.path() + "/old.json");
+  EXPECT_NO_THROW(check_output_path(t.path() + "/old.json", "--json"));
   EXPECT_NO_THROW(check_output_path("/dev/null", "--json"));
   auto message = [](const std::string& p) {
     try {
@@ -104,9 +94,9 @@ TEST(OutputPath, CheckedBeforeWork) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(t.path).find("is a directory"), std::string::npos);
-  EXPECT_NE(message(t.path + "/missing/x.json").find("No such file"), std::string::npos);
-  EXPECT_NE(message(t.path + "/old.json/x.json").find("Not a directory"), std::string::npos);
+  EXPECT_NE(message(t.path()).find("is a directory"), std::string::npos);
+  EXPECT_NE(message(t.path() + "/missing/x.json").find("No such file"), std::string::npos);
+  EXPECT_NE(message(t.path() + "/old.json/x.json").find("Not a directory"), std::string::npos);
   EXPECT_NE(message("").find("needs a file name"), std::string::npos);
   EXPECT_NE(message("/proc/x.json").find("not writable"), std::string::npos);
 }
