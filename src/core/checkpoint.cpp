@@ -21,14 +21,17 @@
 namespace grassaudit {
 namespace {
 constexpr const char* kMagic = "grassaudit-checkpoint-v1";
+constexpr const char* kKind = "grassaudit checkpoint";
 constexpr const char* kWeightsKey = "stored_weights_sha256";
 }
 
 void save_training_archive(const std::string& path, const std::string& magic, const nlohmann::json& meta,
                            torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
+  nlohmann::json stored = meta;
+  stored[kWeightsKey] = weights_sha256(module);
   torch::serialize::OutputArchive archive;
   archive.write("magic", c10::IValue(magic));
-  archive.write("meta", c10::IValue(meta.dump()));
+  archive.write("meta", c10::IValue(stored.dump()));
   torch::serialize::OutputArchive model_archive;
   module.save(model_archive);
   archive.write("model", model_archive);
@@ -66,124 +69,133 @@ void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim
                      const nlohmann::json& meta_in) {
   nlohmann::json meta = meta_in;
   meta["model"] = to_json(model->config());
-  // The archive format has no checksum over tensor data (a flipped byte loads silently).
-  meta[kWeightsKey] = weights_sha256(*model);
   save_training_archive(path, kMagic, meta, *model, optimizer);
 }
 
 namespace {
-torch::serialize::InputArchive open_archive(const std::string& path) {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Runs `body`; a LibTorch or parser error from a damaged record becomes one InputError line.
+template <typename F>
+auto guard_corrupt(const std::string& path, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const InputError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, first_line(e.what_without_backtrace())));
+  } catch (const std::exception& e) {  // e.g. the TorchScript parser on a damaged code record
+    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, first_line(e.what())));
+  }
+}
+
+torch::serialize::InputArchive open_archive(const std::string& path, const std::string& magic,
+                                            const std::string& kind) {
+  read_file(path);  // missing / directory / unreadable -> one-line InputError naming the path
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw InputError(fmt::format("{}: not a readable grassaudit checkpoint ({})", path,
-                                 what.substr(0, what.find('\n'))));
+    throw InputError(fmt::format("{}: not a readable {} ({})", path, kind, first_line(e.what_without_backtrace())));
   }
-  c10::IValue magic;
-  if (!archive.try_read("magic", magic) || !magic.isString() || magic.toStringRef() != kMagic)
-    throw InputError(fmt::format("{}: not a grassaudit checkpoint (no magic)", path));
+  c10::IValue stored_magic;
+  if (!archive.try_read("magic", stored_magic) || !stored_magic.isString() || stored_magic.toStringRef() != magic)
+    throw InputError(fmt::format("{}: not a {} (no magic)", path, kind));
   return archive;
 }
+
 }  // namespace
 
-namespace {
-LoadedCheckpoint load_checkpoint_unguarded(const std::string& path);
+nlohmann::json load_training_archive(const std::string& path, const std::string& magic, const std::string& kind,
+                                     const std::function<torch::nn::Module&(const nlohmann::json& meta)>& build) {
+  return guard_corrupt(path, [&] {
+    auto archive = open_archive(path, magic, kind);
+    c10::IValue meta_record;
+    if (!archive.try_read("meta", meta_record) || !meta_record.isString())
+      throw InputError(fmt::format("{}: checkpoint has no meta record", path));
+    nlohmann::json meta;
+    try {
+      meta = nlohmann::json::parse(meta_record.toStringRef());
+    } catch (const nlohmann::json::exception&) {
+      throw InputError(fmt::format("{}: checkpoint meta is not JSON", path));
+    }
+    if (!meta.contains("model")) throw InputError(fmt::format("{}: checkpoint meta has no model config", path));
+    torch::nn::Module* module = nullptr;
+    {
+      CpuRngGuard keep;  // building the model draws initial weights: leave the caller's stream as it was
+      module = &build(meta);
+    }
+    torch::serialize::InputArchive model_archive;
+    if (!archive.try_read("model", model_archive))
+      throw InputError(fmt::format("{}: checkpoint has no model weights", path));
+    // Module::load replaces each tensor without comparing shapes: check them against the model
+    // the stored config builds, so weights from another config are an error, not a later crash.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
+    for (const auto& kv : module->named_parameters()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
+    for (const auto& kv : module->named_buffers()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
+    try {
+      module->load(model_archive);
+    } catch (const c10::Error& e) {
+      throw InputError(fmt::format("{}: weights do not match the stored config ({})", path,
+                                   first_line(e.what_without_backtrace())));
+    }
+    size_t i = 0;
+    auto check = [&](const std::string& name, const at::Tensor& t) {
+      if (i < expected.size() && expected[i].first == name && t.sizes().vec() == expected[i].second) {
+        ++i;
+        return;
+      }
+      throw InputError(fmt::format("{}: weights do not match the stored config ({}: stored [{}], config [{}])", path,
+                                   name, fmt::join(t.sizes().vec(), ", "),
+                                   i < expected.size() ? fmt::format("{}", fmt::join(expected[i].second, ", ")) : ""));
+    };
+    for (const auto& kv : module->named_parameters()) check(kv.key(), kv.value());
+    for (const auto& kv : module->named_buffers()) check(kv.key(), kv.value());
+    if (meta.contains(kWeightsKey) && meta[kWeightsKey] != weights_sha256(*module))
+      throw InputError(fmt::format("{}: corrupt checkpoint (weights do not match their stored checksum)", path));
+    return meta;
+  });
+}
+
+void load_training_state(const std::string& path, const std::string& magic, const std::string& kind,
+                         torch::optim::Optimizer& optimizer) {
+  guard_corrupt(path, [&] {
+    auto archive = open_archive(path, magic, kind);
+    torch::serialize::InputArchive opt_archive;
+    if (!archive.try_read("optimizer", opt_archive))
+      throw InputError(fmt::format("{}: checkpoint has no optimizer state", path));
+    try {
+      optimizer.load(opt_archive);
+    } catch (const c10::Error& e) {
+      throw InputError(
+          fmt::format("{}: optimizer state does not match ({})", path, first_line(e.what_without_backtrace())));
+    }
+    at::Tensor rng;
+    if (archive.try_read("rng_state", rng)) {
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      gen.set_state(rng);
+    }
+  });
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path) {
-  try {
-    return load_checkpoint_unguarded(path);
-  } catch (const InputError&) {
-    throw;
-  } catch (const c10::Error& e) {  // a damaged record inside a readable archive
-    std::string what = e.what_without_backtrace();
-    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
-  } catch (const std::exception& e) {  // e.g. the TorchScript parser on a damaged code record
-    std::string what = e.what();
-    throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
-  }
-}
-
-namespace {
-LoadedCheckpoint load_checkpoint_unguarded(const std::string& path) {
-  read_file(path);  // missing / directory / unreadable -> one-line InputError naming the path
-  auto archive = open_archive(path);
   LoadedCheckpoint out;
-  c10::IValue meta;
-  if (!archive.try_read("meta", meta) || !meta.isString())
-    throw InputError(fmt::format("{}: checkpoint has no meta record", path));
-  try {
-    out.meta = nlohmann::json::parse(meta.toStringRef());
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: checkpoint meta is not JSON", path));
-  }
-  if (!out.meta.contains("model")) throw InputError(fmt::format("{}: checkpoint meta has no model config", path));
-  try {
-    out.config = model_config_from_json(out.meta["model"]);
-    out.config.validate();
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: bad model config in checkpoint: {}", path, e.what()));
-  }
-  {
-    CpuRngGuard keep;  // building the model draws initial weights: leave the caller's stream as it was
-    out.model = LanguageModel(out.config);
-  }
-  torch::serialize::InputArchive model_archive;
-  if (!archive.try_read("model", model_archive))
-    throw InputError(fmt::format("{}: checkpoint has no model weights", path));
-  // Module::load replaces each tensor without comparing shapes: check them against the model
-  // the stored config builds, so weights from another config are an error, not a later crash.
-  std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
-  for (const auto& kv : out.model->named_parameters()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
-  for (const auto& kv : out.model->named_buffers()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
-  try {
-    out.model->load(model_archive);
-  } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw InputError(fmt::format("{}: weights do not match the stored config ({})", path,
-                                 what.substr(0, what.find('\n'))));
-  }
-  size_t i = 0;
-  auto check = [&](const std::string& name, const at::Tensor& t) {
-    if (i < expected.size() && expected[i].first == name && t.sizes().vec() == expected[i].second) {
-      ++i;
-      return;
+  out.meta = load_training_archive(path, kMagic, kKind, [&](const nlohmann::json& meta) -> torch::nn::Module& {
+    try {
+      out.config = model_config_from_json(meta["model"]);
+      out.config.validate();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: bad model config in checkpoint: {}", path, e.what()));
     }
-    throw InputError(fmt::format("{}: weights do not match the stored config ({}: stored [{}], config [{}])", path,
-                                 name, fmt::join(t.sizes().vec(), ", "),
-                                 i < expected.size() ? fmt::format("{}", fmt::join(expected[i].second, ", ")) : ""));
-  };
-  for (const auto& kv : out.model->named_parameters()) check(kv.key(), kv.value());
-  for (const auto& kv : out.model->named_buffers()) check(kv.key(), kv.value());
-  if (out.meta.contains(kWeightsKey) && out.meta[kWeightsKey] != weights_sha256(*out.model))
-    throw InputError(fmt::format("{}: corrupt checkpoint (weights do not match their stored checksum)", path));
+    out.model = LanguageModel(out.config);
+    return *out.model;
+  });
   return out;
 }
-}  // namespace
 
-void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) try {
-  auto archive = open_archive(path);
-  torch::serialize::InputArchive opt_archive;
-  if (!archive.try_read("optimizer", opt_archive))
-    throw InputError(fmt::format("{}: checkpoint has no optimizer state", path));
-  try {
-    optimizer.load(opt_archive);
-  } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw InputError(fmt::format("{}: optimizer state does not match ({})", path, what.substr(0, what.find('\n'))));
-  }
-  at::Tensor rng;
-  if (archive.try_read("rng_state", rng)) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(rng);
-  }
-} catch (const InputError&) {
-  throw;
-} catch (const std::exception& e) {  // c10::Error included: a damaged record
-  std::string what = e.what();
-  throw InputError(fmt::format("{}: corrupt checkpoint ({})", path, what.substr(0, what.find('\n'))));
+void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) {
+  load_training_state(path, kMagic, kKind, optimizer);
 }
 
 bool all_finite(torch::nn::Module& module) {

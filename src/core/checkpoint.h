@@ -2,6 +2,7 @@
 // One archive per checkpoint: model parameters + buffers, optimizer state, the RNG state and a
 // JSON "meta" string (resolved model config under "model", plus whatever the trainer adds:
 // train config, step, epoch, data position). Written atomically (temporary file, then rename).
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,10 +17,25 @@ class Optimizer;
 
 namespace grassaudit {
 
-// The archive both trainers write: "magic", "meta" (JSON string), "model", "optimizer" (if
-// given) and "rng_state", written atomically; a full disk is an InputError, never a crash.
+// The archive both trainers write: "magic", "meta" (JSON string, with a SHA-256 of the weights
+// added: the format has no checksum over tensor data, so a flipped byte would load silently),
+// "model", "optimizer" (if given) and "rng_state", written atomically; a full disk is an
+// InputError, never a crash.
 void save_training_archive(const std::string& path, const std::string& magic, const nlohmann::json& meta,
                            torch::nn::Module& module, torch::optim::Optimizer* optimizer);
+
+// Reads an archive save_training_archive wrote with `magic` (`kind` names it in messages, e.g.
+// "grassaudit checkpoint"): parses its meta, which must hold "model"; calls build(meta) to
+// construct the module (under a CpuRngGuard: initial weights leave the caller's RNG alone);
+// loads the stored weights, checking every shape against the built module (Module::load does
+// not) and the stored checksum. Any failure, LibTorch's on damaged records included, is one
+// InputError line naming the file. Returns the meta.
+nlohmann::json load_training_archive(const std::string& path, const std::string& magic, const std::string& kind,
+                                     const std::function<torch::nn::Module&(const nlohmann::json& meta)>& build);
+
+// Restores the optimizer state and the global CPU RNG state of such an archive.
+void load_training_state(const std::string& path, const std::string& magic, const std::string& kind,
+                         torch::optim::Optimizer& optimizer);
 
 void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim::Optimizer* optimizer,
                      const nlohmann::json& meta);

@@ -197,6 +197,8 @@ TEST(NliCheckpoint, RoundTripKeepsWeightsAndVocabularyMap) {
   EXPECT_EQ(loaded.meta["note"], "test");
   EXPECT_EQ(loaded.config.head, "grassmann");
   EXPECT_EQ(weights_sha256(*m), weights_sha256(*loaded.model));
+  // The shared archive writer stores the weights' checksum for NLI checkpoints too (verified on load).
+  EXPECT_EQ(loaded.meta.value("stored_weights_sha256", ""), weights_sha256(*m));
   loaded.model->eval();
   torch::NoGradGuard ng;
   EXPECT_TRUE(at::equal(m->forward(r.batch.ids, r.batch.segments, r.batch.mask),
