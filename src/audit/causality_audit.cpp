@@ -307,10 +307,10 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
 
   // Table by table, lengths outer and modes inner (both modes of the main length come first):
   // float32 (the target's dtype), then -- only if something moved -- the float64 re-run of the
-  // cuts that moved. `first` holds the float32 tables, `decisive` the ones the verdict uses.
+  // cuts that moved. `first` tallies the float32 probes and effects; `decisive` holds the tables
+  // the verdict uses.
   const at::ScalarType own_dtype = target.dtype();
   Pass first, decisive;
-  first.dtype = own_dtype;
   decisive.dtype = own_dtype;
   double threshold = 0.0;
   bool float64_unavailable = false;
