@@ -15,10 +15,10 @@ std::string render_run_details(const std::vector<RunRecord>& runs) {
     if (r.task != "lm") continue;
     t.rows.push_back({
         r.name,
-        mixer_label(r) + " / " + r.pairing,
+        mixer_label(r) + " / " + (r.pairing ? pairing_name(*r.pairing) : "-"),
         test_ppl_cell(r),
         or_dash(r.d_model),
-        r.mixer == "attention" ? "-" : or_dash(r.rank),
+        r.family == Family::kAttention ? "-" : or_dash(r.rank),
         r.tokens_seen ? fmt_count(*r.tokens_seen) : "?",
         r.wall_seconds ? fmt::format("{:.0f}", *r.wall_seconds) : "?",
         r.tokens_per_second ? fmt::format("{:.0f}", *r.tokens_per_second) : "?",

@@ -5,19 +5,25 @@
 namespace grassaudit {
 
 std::string mixer_label(const RunRecord& run) {
-  return run.mixer == "attention" ? "attention" : "grassmann";
+  return run.family ? family_name(*run.family) : "-";
+}
+
+std::string pairing_words(Pairing pairing) {
+  switch (pairing) {
+    case Pairing::kFuture:
+      return "future (paper-literal)";
+    case Pairing::kPast:
+      return "past";
+    case Pairing::kCausalMask:
+      return "causal mask";
+  }
+  return "?";
 }
 
 std::string pairing_label(const RunRecord& run) {
-  std::string out;
-  if (run.pairing == "causal-mask") {
-    out = "causal mask";
-  } else if (run.pairing == "future") {
-    out = "future (paper-literal)";
-  } else {
-    out = run.pairing;
-  }
-  if (run.mixer != "attention" && !run.offsets.empty()) {
+  if (!run.pairing) return "-";
+  std::string out = pairing_words(*run.pairing);
+  if (run.family == Family::kGrassmann && !run.offsets.empty()) {
     out += "; offsets " + fmt_offsets(run.offsets);
     if (run.offset_mode == "per-layer") out += " one per layer";
     if (run.offset_mode == "all") out += " all in every layer";

@@ -10,7 +10,7 @@ namespace {
 
 // Our best causal run with the same tokenizer, L and depth, and the given mixer / pairing.
 const RunRecord* causal_peer(const std::vector<RunRecord>& runs, const RunRecord& ref,
-                             const std::string& pairing) {
+                             Pairing pairing) {
   const RunRecord* best = nullptr;
   for (const auto& r : runs) {
     if (r.task != "lm" || standing_of(r) != Standing::kValid || r.pairing != pairing) continue;
@@ -51,14 +51,14 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
   md += "- Audit: " + audit_label(run) + ".\n";
   const auto q = run.quarantined_best_valid_ppl;
   const PaperLmRow* paper =
-      run.layers && run.seq_len ? find_paper_row(pub, "grassmann", *run.layers, *run.seq_len)
+      run.layers && run.seq_len ? find_paper_row(pub, Family::kGrassmann, *run.layers, *run.seq_len)
                                 : nullptr;
   // No row at this depth: compare with the paper's Grassmann row at the same L (first
   // schedule) and say that the depth differs, rather than saying nothing.
   bool depth_differs = false;
   if (!paper && run.seq_len) {
     for (const auto& r : pub.lm) {
-      if (r.mixer == "grassmann" && r.seq_len == *run.seq_len && r.schedule == "first") {
+      if (r.family == Family::kGrassmann && r.seq_len == *run.seq_len && r.schedule == "first") {
         paper = &r;
         depth_differs = true;
         break;
@@ -78,8 +78,8 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
             std::to_string(paper->layers) + " layers against this run's " + or_dash(run.layers) + ")";
     md += ".\n";
   }
-  const RunRecord* past = causal_peer(runs, run, "past");
-  const RunRecord* attn = causal_peer(runs, run, "causal-mask");
+  const RunRecord* past = causal_peer(runs, run, Pairing::kPast);
+  const RunRecord* attn = causal_peer(runs, run, Pairing::kCausalMask);
   if (past || attn) {
     md += "- Our causal runs at the same tokenizer, L and depth:";
     if (past) md += " past pairing " + fmt_ppl(*past->best_valid_ppl) + " (`" + past->name + "`)";
@@ -161,7 +161,7 @@ std::vector<LiteralFinding> literal_findings(const Published& pub,
                                              const std::vector<RunRecord>& runs) {
   std::vector<LiteralFinding> out;
   for (const auto& r : runs) {
-    if (r.task == "lm" && r.pairing == "future") out.push_back(analyse(pub, runs, r));
+    if (r.task == "lm" && r.pairing == Pairing::kFuture) out.push_back(analyse(pub, runs, r));
   }
   if (out.empty()) {
     LiteralFinding none;

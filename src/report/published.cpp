@@ -49,8 +49,14 @@ void read_paper(Published& pub, const std::string& path) {
     const std::string where = path + " (wikitext2.rows[" + std::to_string(i++) + "])";
     PaperLmRow row;
     row.model = req_string(r, "model", where);
-    row.mixer = req_string(r, "mixer", where);
-    row.pairing = req_string(r, "pairing", where);
+    const std::string mixer = req_string(r, "mixer", where);
+    const std::string pairing = req_string(r, "pairing", where);
+    row.family = parse_family(mixer, where, "mixer");
+    row.pairing = parse_paper_pairing(pairing, where);
+    if (!pairing_fits(row.family, row.pairing)) {
+      throw InputError(where + ": 'pairing' \"" + pairing + "\" does not fit 'mixer' \"" + mixer +
+                       "\"");
+    }
     row.schedule = req_string(r, "schedule", where);
     row.layers = req_integer(r, "layers", where);
     row.seq_len = req_integer(r, "seq_len", where);
@@ -104,7 +110,11 @@ void read_reproductions(Published& pub, const std::string& path) {
     row.epochs = opt_number(s, "epochs", where);
     row.offset_mode = opt_string(s, "offset_mode", where).value_or("");
     row.text = opt_string(s, "text", where).value_or("");
-    row.pairing = req_string(r, "pairing", where);
+    row.pairing = parse_pairing(req_string(r, "pairing", where), where);
+    if (!pairing_fits(Family::kGrassmann, row.pairing)) {
+      throw InputError(where + ": 'pairing' is the Grassmann model's: future or past, got \"" +
+                       pairing_name(row.pairing) + "\"");
+    }
     row.transformer_ppl = opt_number(r, "transformer_ppl", where);
     row.grassmann_ppl = opt_number(r, "grassmann_ppl", where);
     row.transformer_ppl_text = opt_string(r, "transformer_ppl_text", where)
@@ -141,10 +151,11 @@ Published load_published(const std::string& reference_dir) {
   return pub;
 }
 
-const PaperLmRow* find_paper_row(const Published& pub, const std::string& mixer, long long layers,
+const PaperLmRow* find_paper_row(const Published& pub, Family family, long long layers,
                                  long long seq_len, const std::string& schedule) {
   for (const auto& r : pub.lm) {
-    if (r.mixer == mixer && r.layers == layers && r.seq_len == seq_len && r.schedule == schedule) {
+    if (r.family == family && r.layers == layers && r.seq_len == seq_len &&
+        r.schedule == schedule) {
       return &r;
     }
   }

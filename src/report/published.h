@@ -4,12 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "report/mixer_kind.h"
+
 namespace grassaudit {
 
 struct PaperLmRow {
   std::string model;     // "TransformerLM" | "GrassmannLM"
-  std::string mixer;     // "attention" | "grassmann"
-  std::string pairing;   // "causal-mask" | "future-as-written"
+  Family family;         // "mixer": "attention" | "grassmann"
+  Pairing pairing;       // "causal-mask" | "future-as-written" (kFuture); fits the family
   std::string schedule;  // "first" | "second"
   long long layers = 0;
   long long seq_len = 0;
@@ -40,7 +42,7 @@ struct ReproLmRow {
   std::optional<double> epochs;
   std::string offset_mode;  // "" when not stated
   std::string text;         // "raw" | "tokenized" | "" (not stated)
-  std::string pairing;      // "past"
+  Pairing pairing;          // the Grassmann model's: "past" | "future"
   std::optional<double> transformer_ppl;
   std::optional<double> grassmann_ppl;
   std::string transformer_ppl_text;  // as printed, e.g. "245.10"
@@ -85,8 +87,8 @@ struct Published {
 // InputError naming the file when missing or malformed.
 Published load_published(const std::string& reference_dir);
 
-// The paper's first-schedule Grassmann / Transformer row for (layers, L), if any.
-const PaperLmRow* find_paper_row(const Published& pub, const std::string& mixer, long long layers,
+// The paper's Grassmann / Transformer row for (layers, L) and schedule, if any.
+const PaperLmRow* find_paper_row(const Published& pub, Family family, long long layers,
                                  long long seq_len, const std::string& schedule = "first");
 
 }  // namespace grassaudit

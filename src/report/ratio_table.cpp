@@ -25,8 +25,8 @@ std::string setting_text(const std::string& tokenizer, long long seq_len, long l
 
 void paper_rows(const Published& pub, std::vector<RatioRow>& out) {
   for (const auto& g : pub.lm) {
-    if (g.mixer != "grassmann") continue;
-    const PaperLmRow* t = find_paper_row(pub, "attention", g.layers, g.seq_len, g.schedule);
+    if (g.family != Family::kGrassmann) continue;
+    const PaperLmRow* t = find_paper_row(pub, Family::kAttention, g.layers, g.seq_len, g.schedule);
     if (!t) continue;
     RatioRow row;
     row.origin = RowOrigin::kPaper;
@@ -62,7 +62,7 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
       row.ratio = "- (no Transformer baseline reported)";
     }
     std::vector<std::string> c;
-    c.push_back("past pairing (the paper's text: future)");
+    c.push_back(pairing_name(r.pairing) + " pairing (the paper's text: future)");
     if (r.tokenizer_id != pub.tokenizer_id) {
       c.push_back(r.tokenizer + " tokens, not the paper's WordPiece: perplexities over different "
                   "vocabularies are not comparable");
@@ -77,7 +77,7 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
     } else if (r.text != pub.text) {
       c.push_back(r.text + " text vs the paper's " + pub.text);
     }
-    if (!find_paper_row(pub, "attention", r.layers, r.seq_len)) {
+    if (!find_paper_row(pub, Family::kAttention, r.layers, r.seq_len)) {
       c.push_back("the paper has no row at L " + std::to_string(r.seq_len) + " with " +
                   std::to_string(r.layers) + " layers");
     }
@@ -99,13 +99,17 @@ const RunRecord* best_of(const std::vector<const RunRecord*>& runs) {
   return best;
 }
 
-void param_caveat(const Published& pub, const RunRecord& run, const std::string& mixer,
+std::string model_word(Family family) {
+  return family == Family::kAttention ? "Transformer" : "Grassmann";
+}
+
+void param_caveat(const Published& pub, const RunRecord& run, Family family,
                   std::vector<std::string>& c) {
   if (!run.params || !run.seq_len || !run.layers) return;
-  const PaperLmRow* p = find_paper_row(pub, mixer, *run.layers, *run.seq_len);
+  const PaperLmRow* p = find_paper_row(pub, family, *run.layers, *run.seq_len);
   if (!p) return;
   if (std::fabs(*run.params - p->params) / p->params > 0.01) {
-    c.push_back((mixer == "attention" ? "Transformer " : "Grassmann ") + fmt_count(*run.params) +
+    c.push_back(model_word(family) + " " + fmt_count(*run.params) +
                 " params vs the paper's " + p->params_text);
   }
 }
@@ -117,9 +121,9 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
   for (const auto& r : runs) {
     if (r.task != "lm" || standing_of(r) != Standing::kValid) continue;
     GroupKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1)};
-    if (r.mixer == "attention") {
+    if (r.family == Family::kAttention) {
       groups[key].first.push_back(&r);
-    } else if (r.pairing == "past") {
+    } else if (r.pairing == Pairing::kPast) {
       groups[key].second.push_back(&r);
     }
   }
@@ -157,7 +161,8 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     }
     for (const RunRecord* r : {t, g}) {
       if (!r) continue;
-      const std::string who = r == t ? "Transformer" : "Grassmann";
+      const Family family = r == t ? Family::kAttention : Family::kGrassmann;
+      const std::string who = model_word(family);
       if (r->epochs && *r->epochs != pub.epochs) {
         c.push_back(who + " " + fmt_epochs(*r->epochs) + " epochs vs the paper's " +
                     fmt_epochs(pub.epochs));
@@ -167,14 +172,14 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
       if (r->d_model && *r->d_model != 256) {
         c.push_back(who + " d_model " + std::to_string(*r->d_model) + " vs the paper's 256");
       }
-      param_caveat(pub, *r, r == t ? "attention" : "grassmann", c);
+      param_caveat(pub, *r, family, c);
     }
     if (t && g && t->tokens_seen && g->tokens_seen && *t->tokens_seen != *g->tokens_seen) {
       c.push_back("unequal budgets: " + fmt_count(*t->tokens_seen) + " vs " +
                   fmt_count(*g->tokens_seen) + " tokens seen");
     }
     if (any->seq_len && any->layers &&
-        !find_paper_row(pub, "attention", *any->layers, *any->seq_len)) {
+        !find_paper_row(pub, Family::kAttention, *any->layers, *any->seq_len)) {
       c.push_back("the paper has no row at this L and depth");
     }
     if (pair.first.size() > 1) c.push_back("best of " + std::to_string(pair.first.size()) + " attention runs");

@@ -58,6 +58,27 @@ std::string check_verdict(const std::optional<std::string>& v, const std::string
   return *v;
 }
 
+// "mixer" names both family and pairing; the optional "family" and "pairing" keys restate
+// them, so one that disagrees is a malformed artifact rather than a second opinion.
+void read_mixer(RunRecord& run, const json& j, const std::string& path) {
+  const std::string mixer = req_string(j, "mixer", path);
+  const MixerKind kind = parse_run_mixer(mixer, path);
+  if (const auto family = opt_string(j, "family", path)) {
+    if (parse_family(*family, path) != kind.family) {
+      throw InputError(path + ": malformed artifact: 'family' \"" + *family +
+                       "\" contradicts 'mixer' \"" + mixer + "\"");
+    }
+  }
+  if (const auto pairing = opt_string(j, "pairing", path)) {
+    if (parse_pairing(*pairing, path) != kind.pairing) {
+      throw InputError(path + ": malformed artifact: 'pairing' \"" + *pairing +
+                       "\" contradicts 'mixer' \"" + mixer + "\"");
+    }
+  }
+  run.family = kind.family;
+  run.pairing = kind.pairing;
+}
+
 void read_summary(RunRecord& run, const std::string& path) {
   const json j = parse_json_file(path);
   require_object(j, path);
@@ -96,13 +117,7 @@ void read_summary(RunRecord& run, const std::string& path) {
     return;
   }
 
-  run.mixer = req_string(j, "mixer", path);
-  if (run.mixer != "future" && run.mixer != "past" && run.mixer != "attention") {
-    throw InputError(path + ": 'mixer' must be future, past or attention, got \"" + run.mixer +
-                     "\"");
-  }
-  const std::string derived = run.mixer == "attention" ? "causal-mask" : run.mixer;
-  run.pairing = opt_string(j, "pairing", path).value_or(derived);
+  read_mixer(run, j, path);
   run.tokenizer = opt_string(j, "tokenizer", path).value_or("");
   run.dataset = opt_string(j, "dataset", path).value_or("");
   run.seq_len = opt_integer(j, "seq_len", path);
@@ -205,7 +220,7 @@ Standing standing_of(const RunRecord& run) {
 }
 
 std::optional<long long> expected_horizon(const RunRecord& run) {
-  if (run.pairing != "future" || run.offsets.empty()) return std::nullopt;
+  if (run.pairing != Pairing::kFuture || run.offsets.empty()) return std::nullopt;
   if (run.offset_mode == "all") {
     if (!run.layers) return std::nullopt;
     return *run.layers * *std::max_element(run.offsets.begin(), run.offsets.end());

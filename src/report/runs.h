@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "report/mixer_kind.h"
+
 namespace grassaudit {
 
 // Whether a run's perplexities may be shown as valid.
@@ -53,9 +55,10 @@ struct RunRecord {
   std::string dir;
   std::string task;  // "lm" | "snli" ("lm" when absent)
 
-  // Language-model runs.
-  std::string mixer;    // "future" | "past" | "attention"
-  std::string pairing;  // "future" | "past" | "causal-mask" (derived from mixer when absent)
+  // Language-model runs (family and pairing are nullopt for SNLI runs). Parsed from
+  // summary.json's "mixer"; its optional "family" and "pairing" keys must agree with it.
+  std::optional<Family> family;
+  std::optional<Pairing> pairing;
   std::string tokenizer;
   std::string dataset;  // optional: "dataset" (LM) or "features" (SNLI), free text
   std::optional<long long> seq_len, layers, d_model, rank, threads;

@@ -16,14 +16,10 @@ WikiRow paper_row(const Published& pub, const PaperLmRow& r) {
   WikiRow row;
   row.origin = RowOrigin::kPaper;
   row.source = r.source;
-  row.mixer = r.mixer;
-  if (r.pairing == "future-as-written") {
-    row.pairing = "future as written (called causal)";
-  } else if (r.pairing == "causal-mask") {
-    row.pairing = "causal mask";
-  } else {
-    row.pairing = r.pairing;
-  }
+  row.mixer = family_name(r.family);
+  // The paper has no code: its future pairing is only what the text says.
+  row.pairing = r.pairing == Pairing::kFuture ? "future as written (called causal)"
+                                              : pairing_words(r.pairing);
   if (!r.offsets.empty()) row.pairing += "; offsets " + fmt_offsets(r.offsets);
   row.tokenizer = pub.tokenizer;
   row.seq_len = std::to_string(r.seq_len);
@@ -36,14 +32,16 @@ WikiRow paper_row(const Published& pub, const PaperLmRow& r) {
   return row;
 }
 
-WikiRow repro_row(const Published& pub, const ReproLmRow& r, const std::string& mixer,
+WikiRow repro_row(const Published& pub, const ReproLmRow& r, Family family,
                   const std::string& ppl) {
   WikiRow row;
   row.origin = RowOrigin::kReproduction;
   row.source = r.name;
-  row.mixer = mixer;
-  row.pairing = mixer == "attention" ? "causal mask" : "past";
-  if (mixer != "attention" && r.offset_mode == "per-layer") row.pairing += "; one offset per layer";
+  row.mixer = family_name(family);
+  row.pairing = pairing_words(family == Family::kAttention ? Pairing::kCausalMask : r.pairing);
+  if (family == Family::kGrassmann && r.offset_mode == "per-layer") {
+    row.pairing += "; one offset per layer";
+  }
   row.tokenizer = r.tokenizer;
   row.seq_len = std::to_string(r.seq_len);
   row.layers = std::to_string(r.layers);
@@ -77,8 +75,12 @@ std::vector<WikiRow> wikitext_rows(const Published& pub, const std::vector<RunRe
   std::vector<WikiRow> rows;
   for (const auto& r : pub.lm) rows.push_back(paper_row(pub, r));
   for (const auto& r : pub.repro_lm) {
-    if (r.transformer_ppl) rows.push_back(repro_row(pub, r, "attention", r.transformer_ppl_text));
-    if (r.grassmann_ppl) rows.push_back(repro_row(pub, r, "grassmann", r.grassmann_ppl_text));
+    if (r.transformer_ppl) {
+      rows.push_back(repro_row(pub, r, Family::kAttention, r.transformer_ppl_text));
+    }
+    if (r.grassmann_ppl) {
+      rows.push_back(repro_row(pub, r, Family::kGrassmann, r.grassmann_ppl_text));
+    }
   }
   for (const auto& run : runs) {
     if (run.task == "lm") rows.push_back(our_row(run));

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "report/published.h"
 #include "report/report.h"
 #include "report/runs.h"
 #include "report_test_util.h"
@@ -121,6 +122,124 @@ TEST(ReportErrors, UnknownVerdict) {
                         R"({"mixer": "past", "audit": {"verdict": "probably fine"}})");
   });
   EXPECT_NE(msg.find("v/summary.json"), std::string::npos) << msg;
+}
+
+// --- mixer names: parsed once where read; a bad or contradictory one is a malformed artifact ---
+
+std::string lm_summary(const std::string& keys) {
+  return R"({"run": "m", "task": "lm", )" + keys + R"(, "audit": {"verdict": "causal"}})";
+}
+
+TEST(ReportErrors, UnknownMixerNamesFileAndValue) {
+  const std::string msg = report_error([](const fs::path& runs) {
+    testing::write_text(runs / "m" / "summary.json", lm_summary(R"("mixer": "lstm")"));
+  });
+  EXPECT_NE(msg.find("m/summary.json: 'mixer' must be future, past or attention, got \"lstm\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, FamilyContradictingMixerIsRejected) {
+  const std::string msg = report_error([](const fs::path& runs) {
+    testing::write_text(runs / "m" / "summary.json",
+                        lm_summary(R"("mixer": "attention", "family": "grassmann")"));
+  });
+  EXPECT_NE(msg.find("m/summary.json: malformed artifact: 'family' \"grassmann\" contradicts "
+                     "'mixer' \"attention\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, UnknownFamilyIsRejected) {
+  const std::string msg = report_error([](const fs::path& runs) {
+    testing::write_text(runs / "m" / "summary.json",
+                        lm_summary(R"("mixer": "past", "family": "Grassmann")"));
+  });
+  EXPECT_NE(msg.find("m/summary.json: 'family' must be grassmann or attention, got \"Grassmann\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, PairingContradictingMixerIsRejected) {
+  const std::string msg = report_error([](const fs::path& runs) {
+    testing::write_text(runs / "m" / "summary.json",
+                        lm_summary(R"("mixer": "past", "pairing": "future")"));
+  });
+  EXPECT_NE(msg.find("m/summary.json: malformed artifact: 'pairing' \"future\" contradicts "
+                     "'mixer' \"past\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, UnknownPairingIsRejected) {
+  const std::string msg = report_error([](const fs::path& runs) {
+    testing::write_text(runs / "m" / "summary.json",
+                        lm_summary(R"("mixer": "attention", "pairing": "causal mask")"));
+  });
+  EXPECT_NE(msg.find("m/summary.json: 'pairing' must be future, past or causal-mask, got "
+                     "\"causal mask\""),
+            std::string::npos)
+      << msg;
+}
+
+// Copies reference/published to a scratch reference folder, replaces the first `from` in
+// `file` with `to`, and returns load_published's InputError message (empty if none).
+std::string published_error(const std::string& file, const std::string& from,
+                            const std::string& to) {
+  ScratchDir dir;
+  const fs::path published = dir.path() / "published";
+  fs::copy(testing::source_dir() / "reference" / "published", published,
+           fs::copy_options::recursive);
+  std::string text = testing::read_text(published / file);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from << " not in " << file;
+  if (at == std::string::npos) return "";
+  testing::write_text(published / file, text.replace(at, from.size(), to));
+  try {
+    load_published(dir.path().string());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReportErrors, PaperRowWithUnknownMixer) {
+  const std::string msg = published_error("paper.json", R"("mixer": "attention")",
+                                          R"("mixer": "transformer")");
+  EXPECT_NE(msg.find("paper.json (wikitext2.rows[0]): 'mixer' must be grassmann or attention, got "
+                     "\"transformer\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, PaperRowWhosePairingDoesNotFitItsMixer) {
+  const std::string msg = published_error("paper.json", R"("pairing": "causal-mask")",
+                                          R"("pairing": "future-as-written")");
+  EXPECT_NE(msg.find("paper.json (wikitext2.rows[0]): 'pairing' \"future-as-written\" does not "
+                     "fit 'mixer' \"attention\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, PaperRowWithUnknownPairing) {
+  const std::string msg = published_error("paper.json", R"("pairing": "future-as-written")",
+                                          R"("pairing": "future")");
+  EXPECT_NE(msg.find("paper.json (wikitext2.rows[1]): 'pairing' must be future-as-written, past or "
+                     "causal-mask, got \"future\""),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, ReproductionPairingMustBeAGrassmannPairing) {
+  const std::string msg = published_error("reproductions.json", R"("pairing": "past")",
+                                          R"("pairing": "causal-mask")");
+  EXPECT_NE(msg.find("reproductions.json (wikitext2[0]): 'pairing' is the Grassmann model's: "
+                     "future or past, got \"causal-mask\""),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(published_error("reproductions.json", R"("pairing": "past")", R"("pairing": "pas")")
+                .find("'pairing' must be future, past or causal-mask, got \"pas\""),
+            std::string::npos);
 }
 
 TEST(ReportErrors, BadBenchJsonNamesTheFile) {

@@ -58,8 +58,9 @@ RunRecord lm_run(const std::string& name, const std::string& mixer, const std::s
   RunRecord r;
   r.name = name;
   r.task = "lm";
-  r.mixer = mixer;
-  r.pairing = mixer == "attention" ? "causal-mask" : mixer;
+  const MixerKind kind = parse_run_mixer(mixer, "test run");  // as load_run reads "mixer"
+  r.family = kind.family;
+  r.pairing = kind.pairing;
   r.seq_len = 128;
   r.layers = 4;
   r.audit.verdict = verdict;

@@ -13,6 +13,7 @@
 #include "report/snli_table.h"
 #include "report/wikitext_table.h"
 #include "report_test_util.h"
+#include "util/error.h"
 
 namespace grassaudit {
 namespace {
@@ -26,14 +27,15 @@ RunRecord lm_run(const std::string& name, const std::string& mixer, const std::s
   RunRecord r;
   r.name = name;
   r.task = "lm";
-  r.mixer = mixer;
-  r.pairing = mixer == "attention" ? "causal-mask" : mixer;
+  const MixerKind kind = parse_run_mixer(mixer, "test run");  // as load_run reads "mixer"
+  r.family = kind.family;
+  r.pairing = kind.pairing;
   r.tokenizer = "wordpiece";
   r.seq_len = 128;
   r.layers = 6;
   r.epochs = 1.0;
   r.audit.verdict = verdict;
-  if (mixer != "attention") {
+  if (kind.family == Family::kGrassmann) {
     r.offsets = {1, 2, 4, 8, 12, 16};
     r.offset_mode = "per-layer";
   }
@@ -59,6 +61,55 @@ TEST(ReportFormat, Numbers) {
   EXPECT_EQ(quarantined_cell(12.3, 43), "~~12.30~~ QUARANTINED (LEAKY, horizon 43)");
   EXPECT_EQ(md_cell("a|b\nc"), "a\\|b c");
   EXPECT_EQ(file_stem("run one/../x"), "run_one_.._x");
+}
+
+TEST(ReportMixerKind, ParsesEveryNameAndNamesItBack) {
+  for (const char* m : {"future", "past", "attention"}) {
+    const MixerKind k = parse_run_mixer(m, "w");
+    EXPECT_TRUE(pairing_fits(k.family, k.pairing)) << m;
+    EXPECT_EQ(k.family == Family::kAttention ? family_name(k.family) : pairing_name(k.pairing), m);
+  }
+  EXPECT_EQ(parse_run_mixer("attention", "w").pairing, Pairing::kCausalMask);
+  EXPECT_EQ(parse_run_mixer("future", "w").family, Family::kGrassmann);
+  for (Family f : {Family::kGrassmann, Family::kAttention}) {
+    EXPECT_EQ(parse_family(family_name(f), "w"), f);
+  }
+  for (Pairing p : {Pairing::kFuture, Pairing::kPast, Pairing::kCausalMask}) {
+    EXPECT_EQ(parse_pairing(pairing_name(p), "w"), p);
+  }
+  EXPECT_EQ(parse_paper_pairing("future-as-written", "w"), Pairing::kFuture);
+  EXPECT_EQ(parse_paper_pairing("causal-mask", "w"), Pairing::kCausalMask);
+  EXPECT_FALSE(pairing_fits(Family::kAttention, Pairing::kPast));
+  EXPECT_FALSE(pairing_fits(Family::kGrassmann, Pairing::kCausalMask));
+  EXPECT_THROW(parse_family("", "w"), InputError);
+  EXPECT_THROW(parse_pairing("future-as-written", "w"), InputError);  // paper.json only
+  EXPECT_THROW(parse_paper_pairing("future", "w"), InputError);
+}
+
+// "family" and "pairing" are optional in summary.json: derived from "mixer" when absent,
+// accepted when they agree.
+TEST(ReportMixerKind, RunFamilyAndPairingDerivedOrRestated) {
+  testing::ScratchDir dir;
+  const auto summary = [&](const std::string& name, const std::string& keys) {
+    testing::write_text(dir.path() / name / "summary.json",
+                        R"({"task": "lm", )" + keys + R"(, "audit": {"verdict": "causal"}})");
+    return load_run((dir.path() / name).string());
+  };
+  const RunRecord bare = summary("bare", R"("mixer": "attention")");
+  EXPECT_EQ(bare.family, Family::kAttention);
+  EXPECT_EQ(bare.pairing, Pairing::kCausalMask);
+  const RunRecord full =
+      summary("full", R"("mixer": "future", "family": "grassmann", "pairing": "future")");
+  EXPECT_EQ(full.family, Family::kGrassmann);
+  EXPECT_EQ(full.pairing, Pairing::kFuture);
+  const RunRecord snli = [&] {
+    testing::write_text(dir.path() / "snli" / "summary.json",
+                        R"({"task": "snli", "head": "grassmann", "val_acc": [0.8]})");
+    return load_run((dir.path() / "snli").string());
+  }();
+  EXPECT_FALSE(snli.family.has_value());
+  EXPECT_FALSE(snli.pairing.has_value());
+  EXPECT_EQ(mixer_label(snli), "-");
 }
 
 TEST(ReportLabels, ValidCellFollowsTheAudit) {
