@@ -3,7 +3,9 @@
 #
 #   scripts/bench.sh sweep     tokens/s vs L for every mixer -> reports/bench/sweep-T<threads>.json
 #   scripts/bench.sh targets   the performance targets, side by side -> reports/bench/targets/
-#   scripts/bench.sh all       both
+#   scripts/bench.sh chunks    the fused head's chunk-size sweep (paper-6l-L128 step) -> targets/loss-chunks-T<threads>.json
+#   scripts/bench.sh profile   where the paper-6l-L128 step's time goes, op by op -> targets/op-profile-T<threads>.json
+#   scripts/bench.sh all       sweep and targets
 #
 # Environment: THREADS (default 1), BIN (default build/grassaudit), PY (default /usr/bin/python3,
 # which has torch 1.13), OUT (default reports/bench), ROUNDS (process-level alternations of the
@@ -20,7 +22,10 @@
 #
 # Targets: ratios between C++ mixers come from one interleaved run; C++ against Python
 # (nn.MultiheadAttention, the PyTorch training step) alternates the two processes ROUNDS times
-# and compares medians. The summary is printed and written to targets/summary.json.
+# and compares medians. The whole-model step is timed with both loss paths interleaved
+# (--loss-impl fused,materialized: the chunked head against the full [B*L, V] logits); the
+# fused one is compared with PyTorch eager, and its peak memory is measured in a process of its
+# own (peak RSS is per process). The summary is printed and written to targets/summary.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,16 +68,24 @@ targets() {
     done
   done
 
-  echo "== whole-model training step (paper-6l-L128) vs PyTorch, $ROUNDS alternating rounds" >&2
+  echo "== whole-model training step (paper-6l-L128), fused vs materialized loss, vs PyTorch, $ROUNDS alternating rounds" >&2
   : >"$D/model-py-T$T.jsonl"
   : >"$D/model-cpp-T$T.jsonl"
   for ((i = 0; i < ROUNDS; i++)); do
-    "$BIN" bench --model paper-6l-L128 --mixer attention,past --threads "$T" --reps 2 --warmup 1 2>/dev/null |
-      jq -c '.results[]' >>"$D/model-cpp-T$T.jsonl"
+    "$BIN" bench --model paper-6l-L128 --mixer attention,past --loss-impl fused,materialized --threads "$T" \
+      --reps 2 --warmup 1 2>/dev/null | jq -c '.results[]' >>"$D/model-cpp-T$T.jsonl"
     for m in attention past; do
       "$PY" reference/python/bench_train_step.py --mixer "$m" --threads "$T" --steps 2 >>"$D/model-py-T$T.jsonl"
     done
   done
+
+  echo "== peak memory of the fused training step, one mixer per process" >&2
+  local mrows=()
+  for m in past attention; do
+    mrows+=("$("$BIN" bench --model paper-6l-L128 --mixer "$m" --loss-impl fused --threads "$T" --reps 2 --warmup 1 \
+      2>/dev/null | jq -c .)")
+  done
+  printf '%s\n' "${mrows[@]}" | jq -s '{results: .}' >"$D/memory-model-fused-T$T.json"
 
   echo "== peak memory, one mixer per process: layer at B 32 L 128 and B 1 L 8192" >&2
   for shape in "32 128" "1 8192"; do
@@ -112,18 +125,30 @@ for L in (128, 4096):
     out[f"attention_over_nn_mha_L{L}"] = tps(cpp, "attention", L) / statistics.median(
         [r["tokens_per_second"] for r in py if r["seq_len"] == L])
 py, cpp = lines(f"{D}/model-py-T{T}.jsonl"), lines(f"{D}/model-cpp-T{T}.jsonl")
+def model_rows(m, impl):
+    return [r for r in cpp if r["mixer"] == f"paper-6l-L128:{m}" and r.get("loss_impl", "materialized") == impl]
 for m in ("attention", "past"):
-    c = tps(cpp, f"paper-6l-L128:{m}")
+    fused, mat = model_rows(m, "fused"), model_rows(m, "materialized")
+    c = statistics.median(r["tokens_per_second"] for r in fused)
+    cm = statistics.median(r["tokens_per_second"] for r in mat)
     p = statistics.median([r["tokens_per_second"] for r in py if r["mixer"] == m])
     out[f"model_step_cpp_over_pytorch_{m}"] = c / p
+    out[f"model_step_fused_over_materialized_{m}"] = c / cm
     out[f"model_step_cpp_tokens_per_second_{m}"] = c
+    out[f"model_step_cpp_materialized_tokens_per_second_{m}"] = cm
     out[f"model_step_pytorch_tokens_per_second_{m}"] = p
-att = [r for r in cpp if r["mixer"] == "paper-6l-L128:attention"]
+    out[f"model_{m}_fused_fraction_of_sgemm"] = statistics.median(r["fraction_of_gemm"] for r in fused)
+    out[f"model_{m}_materialized_fraction_of_sgemm"] = statistics.median(r["fraction_of_gemm"] for r in mat)
+out["model_fused_loss_chunk"] = model_rows("past", "fused")[0]["loss_chunk"]
+att = model_rows("attention", "fused")
 out["model_attention_achieved_gflops"] = statistics.median(r["achieved_gflops"] for r in att)
 out["machine_sgemm_gflops"] = statistics.median(r["gemm_gflops"] for r in att)
 out["model_attention_fraction_of_sgemm"] = out["model_attention_achieved_gflops"] / out["machine_sgemm_gflops"]
-out["model_peak_rss_mb"] = {m: max(r["peak_rss_mb"] for r in cpp if r["mixer"] == f"paper-6l-L128:{m}")
-                            for m in ("attention", "past")}
+# Peak RSS: the fused step alone in its process; the interleaved run's figures hold every entry's model.
+out["model_peak_rss_mb_fused_alone"] = {r["mixer"].split(":")[1]: r["peak_rss_mb"]
+                                        for r in load(f"{D}/memory-model-fused-T{T}.json")}
+out["model_peak_rss_mb_interleaved"] = {f"{m} {impl}": max(r["peak_rss_mb"] for r in model_rows(m, impl))
+                                        for m in ("attention", "past") for impl in ("fused", "materialized")}
 for shape in ("B32-L128", "B1-L8192"):
     out[f"layer_peak_rss_mb_{shape}"] = {r["mixer"]: r["peak_rss_mb"] for r in load(f"{D}/memory-{shape}-T{T}.json")}
 out["machine"] = small[0]["machine"]
@@ -133,10 +158,27 @@ print(json.dumps(out, indent=2))
 EOF
 }
 
+# The fused head's tokens per chunk: every size interleaved in one process (past mixer).
+chunks() {
+  echo "== fused head chunk sweep, paper-6l-L128 past step, $T thread(s)" >&2
+  "$BIN" bench --model paper-6l-L128 --mixer past --loss-impl fused --loss-chunk 128,256,512,1024,2048,4096 \
+    --threads "$T" --reps 3 --warmup 1 --json "$OUT/targets/loss-chunks-T$T.json" >/dev/null
+}
+
+# Self time by op and category (gemm, layer_norm, gelu, dropout, attention_softmax, ...) of one
+# fused step per mixer, after the timed reps.
+profile() {
+  echo "== op profile of the paper-6l-L128 step (fused loss), $T thread(s)" >&2
+  "$BIN" bench --model paper-6l-L128 --mixer past,attention --loss-impl fused --threads "$T" --reps 2 --warmup 1 \
+    --profile-ops --json "$OUT/targets/op-profile-T$T.json" >/dev/null
+}
+
 case "$MODE" in
   sweep) sweep ;;
   targets) targets ;;
+  chunks) chunks ;;
+  profile) profile ;;
   summary) summary ;;
   all) sweep; targets ;;
-  *) echo "usage: scripts/bench.sh [sweep|targets|summary|all]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [sweep|targets|chunks|profile|summary|all]" >&2; exit 2 ;;
 esac

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Time one full training step of the paper-6l language model in PyTorch (baseline for the
 C++ benchmark): AdamW, forward + backward + optimizer step, next-token cross-entropy.
+The loss is PyTorch eager's: the full [B*L, V] logits, then F.cross_entropy ("loss_impl":
+"materialized" in the output); the C++ bench's default is its fused (chunked) head, so
+`grassaudit bench --loss-impl fused` against this is the C++ step against eager PyTorch.
 
 paper-6l config: V = 30522, d = 256, N = 6, L = 128, batch 32, 4 heads, d_ff = 1024, r = 32,
 offsets (1,2,4,8,12,16) one per layer, dropout 0.1, tied head.
@@ -86,6 +89,7 @@ def main() -> None:
         "warmup": args.warmup,
         "loss_last": losses[-1] if losses else None,
         "optimizer": "AdamW(lr=%g, weight_decay=0.01)" % args.lr,
+        "loss_impl": "materialized",
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
     }))

@@ -51,24 +51,34 @@ struct AuditOptions {
   bool stop_when_leaky = false;
 };
 
+// The audit's two outcomes and its two modes. Inside the audit only these enums are used; the
+// result records their names ("causal" | "leaky", "eval" | "train"), which is what the JSON,
+// the reports and the callers read. verdict_enum() reads a recorded verdict back.
+enum class Verdict { kCausal, kLeaky };
+enum class AuditMode { kEval, kTrain };
+const char* verdict_name(Verdict v);
+const char* mode_name(AuditMode m);
+
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
 std::vector<int64_t> audit_length_schedule(int64_t L);
 
 struct GradientCheck {
   bool ran = false;
-  std::string verdict;          // causal | leaky
+  std::string verdict;          // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
   double max_future_grad = 0;   // relative to the largest gradient norm
   std::string precision;
   bool agrees = true;
+
+  Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
 };
 
 struct AuditResult {
-  std::string verdict;           // causal | leaky
+  std::string verdict;           // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
   double max_effect = 0;         // largest relative future effect (decisive precision)
   std::optional<int64_t> first_leaking_cut;
-  std::vector<std::string> modes;          // the modes audited
+  std::vector<std::string> modes;          // the modes audited (mode_name(): eval, train)
   std::vector<std::string> modes_planned;
   std::vector<int64_t> seq_lens;           // the lengths audited
   std::vector<int64_t> seq_lens_planned;   // the schedule (longer than seq_lens if stopped_early)
@@ -91,7 +101,9 @@ struct AuditResult {
   std::string weights_sha256;
   std::string target;
 
-  bool leaky() const { return verdict == "leaky"; }
+  // Anything but "leaky" (also a result not yet audited, verdict "") reads as causal, as leaky() always did.
+  Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
+  bool leaky() const { return verdict_enum() == Verdict::kLeaky; }
 };
 
 // Throws InputError for targets that fail, return the wrong shape, or NaN/Inf outputs.

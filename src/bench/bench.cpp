@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <torch/nn/module.h>
@@ -15,7 +16,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/op_profile.h"
 #include "core/language_model.h"
+#include "core/lm_loss.h"
 #include "core/pluecker.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
@@ -199,6 +202,11 @@ void check_model_bench(const ModelBenchOptions& o) {
   if (o.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", o.batch));
   if (o.reps < 1) throw InputError(fmt::format("--reps must be >= 1, got {}", o.reps));
   if (o.warmup < 0) throw InputError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+  if (o.loss_impls.empty()) throw InputError("--loss-impl needs at least one of fused, materialized");
+  if (std::count(o.loss_impls.begin(), o.loss_impls.end(), LossImpl::kFused) > 0 && o.loss_chunks.empty())
+    throw InputError("--loss-chunk needs at least one size");
+  for (int64_t c : o.loss_chunks)
+    if (c < 1) throw InputError(fmt::format("--loss-chunk must be >= 1, got {}", c));
   for (const auto& m : o.mixers) {
     ModelConfig c = o.model;
     c.mixer = m;
@@ -209,37 +217,52 @@ void check_model_bench(const ModelBenchOptions& o) {
 std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
   check_model_bench(o);
   struct Entry {
+    std::string mixer;
+    LossImpl impl;
+    int64_t chunk;  // fused only
     ModelConfig cfg;
     LanguageModel model{nullptr};
     std::unique_ptr<torch::optim::AdamW> opt;
     at::Tensor inp, tgt;
   };
+  // Every (mixer, loss impl, chunk) is its own model and optimizer from the same seed: the
+  // entries differ only in what is being compared.
   std::vector<std::unique_ptr<Entry>> entries;
   for (const auto& m : o.mixers) {
-    auto e = std::make_unique<Entry>();
-    e->cfg = o.model;
-    e->cfg.mixer = m;
-    e->cfg.validate();
-    at::manual_seed(0);
-    e->model = LanguageModel(e->cfg);
-    e->model->train();
-    e->opt = std::make_unique<torch::optim::AdamW>(
-        e->model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
-    auto data = at::randint(0, e->cfg.vocab_size, {o.batch, e->cfg.max_len + 1}, at::kLong);
-    e->inp = data.narrow(1, 0, e->cfg.max_len).contiguous();
-    e->tgt = data.narrow(1, 1, e->cfg.max_len).contiguous();
-    entries.push_back(std::move(e));
+    for (LossImpl impl : o.loss_impls) {
+      const std::vector<int64_t> chunks = impl == LossImpl::kFused ? o.loss_chunks : std::vector<int64_t>{0};
+      for (int64_t chunk : chunks) {
+        auto e = std::make_unique<Entry>();
+        e->mixer = m;
+        e->impl = impl;
+        e->chunk = chunk;
+        e->cfg = o.model;
+        e->cfg.mixer = m;
+        e->cfg.validate();
+        at::manual_seed(0);
+        e->model = LanguageModel(e->cfg);
+        e->model->train();
+        e->opt = std::make_unique<torch::optim::AdamW>(
+            e->model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
+        auto data = at::randint(0, e->cfg.vocab_size, {o.batch, e->cfg.max_len + 1}, at::kLong);
+        e->inp = data.narrow(1, 0, e->cfg.max_len).contiguous();
+        e->tgt = data.narrow(1, 1, e->cfg.max_len).contiguous();
+        entries.push_back(std::move(e));
+      }
+    }
   }
   std::vector<std::function<void()>> steps;
   for (auto& ep : entries) {
     Entry* e = ep.get();
     steps.push_back([e] {
       for (auto& p : e->model->parameters()) p.mutable_grad() = at::Tensor();
-      auto logits = e->model->forward(e->inp);
-      const int64_t V = e->cfg.vocab_size;
-      auto loss = at::cross_entropy_loss(logits.view({-1, V}), e->tgt.view({-1}));
+      auto loss = e->impl == LossImpl::kFused ? lm_loss(e->model, e->inp, e->tgt, e->impl, e->chunk)
+                                              : lm_loss(e->model, e->inp, e->tgt, e->impl);
       loss.backward();
-      e->opt->step();
+      {
+        RECORD_USER_SCOPE("grassaudit::optimizer_step");  // a named range in --profile-ops
+        e->opt->step();
+      }
       (void)loss.item<float>();
     });
   }
@@ -258,14 +281,21 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
   }
   std::vector<BenchTiming> out;
   for (size_t k = 0; k < entries.size(); ++k) {
+    const Entry& e = *entries[k];
     BenchTiming t;
-    t.mixer = o.preset + ":" + o.mixers[k];
+    t.mixer = o.preset + ":" + e.mixer;
+    t.loss_impl = loss_impl_name(e.impl);
+    t.loss_chunk = e.chunk;
     t.batch = o.batch;
-    t.seq_len = entries[k]->cfg.max_len;
+    t.seq_len = e.cfg.max_len;
     t.reps = o.reps;
     t.warmup = o.warmup;
-    t.flops_per_step = training_step_flops(entries[k]->cfg, o.batch, t.seq_len);
+    t.flops_per_step = training_step_flops(e.cfg, o.batch, t.seq_len);
     fill_timing(t, stats[k], o.batch * t.seq_len);
+    if (o.profile_ops) {  // after the timings, so profiling cannot disturb them
+      t.profile = profile_ops(steps[k]);
+      t.has_profile = true;
+    }
     out.push_back(t);
   }
   return out;
@@ -283,6 +313,9 @@ nlohmann::json to_json(const BenchTiming& t) {
                    {"machine", t.machine},
                    {"reps", t.reps},
                    {"warmup", t.warmup}};
+  if (!t.loss_impl.empty()) j["loss_impl"] = t.loss_impl;
+  if (t.loss_chunk > 0) j["loss_chunk"] = t.loss_chunk;
+  if (t.has_profile) j["op_profile"] = to_json(t.profile);
   if (t.flops_per_step > 0) {
     j["flops_per_step"] = t.flops_per_step;
     j["achieved_gflops"] = t.flops_per_step / (t.ms_median / 1e3) / 1e9;

@@ -3,9 +3,11 @@
 //   layer: one mixer layer, forward + backward of a scalar loss (mean of squares, as
 //          reference/python/bench_mha.py), float32, input requires grad, after warm-up.
 //   model: one full training step of a whole language model (forward, next-token
-//          cross-entropy, backward, AdamW step), as reference/python/bench_train_step.py.
-// Several mixers can be timed in one run; their reps are interleaved (rep i of every mixer
-// before rep i + 1 of any), so ratios between them are side by side on a shared machine.
+//          cross-entropy by the chosen LossImpl, backward, AdamW step), as
+//          reference/python/bench_train_step.py.
+// Several mixers (model mode: mixers x loss impls x fused chunk sizes) can be timed in one run;
+// their reps are interleaved (rep i of every entry before rep i + 1 of any), so ratios between
+// them are side by side on a shared machine.
 // No LibTorch headers here: the CLI includes this without pulling torch/torch.h.
 #include <cstdint>
 #include <functional>
@@ -14,7 +16,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "bench/op_profile.h"
 #include "core/language_model.h"
+#include "core/lm_loss.h"
 #include "core/model_config.h"
 
 namespace grassaudit {
@@ -29,6 +33,10 @@ struct BenchTiming {
   double peak_rss_mb = 0;      // VmHWM over this mixer's timed reps (see peak_rss_mb())
   double flops_per_step = 0;   // model benchmark: analytic training-step FLOPs (0 = not counted)
   int reps = 0, warmup = 0;
+  std::string loss_impl;       // model benchmark: "fused" | "materialized" ("" = layer benchmark)
+  int64_t loss_chunk = 0;      // model benchmark, fused: tokens per head chunk
+  bool has_profile = false;    // --profile-ops: one extra step under the op profiler
+  OpProfile profile;
 };
 
 struct LayerBenchOptions {
@@ -47,6 +55,9 @@ struct ModelBenchOptions {
   int64_t batch = 32;
   double lr = 3e-4, weight_decay = 0.01;
   int reps = 3, warmup = 1;
+  std::vector<LossImpl> loss_impls{LossImpl::kFused};  // every mixer is timed with each
+  std::vector<int64_t> loss_chunks{kDefaultHeadChunk};  // fused: every chunk size is an entry
+  bool profile_ops = false;  // after the timed reps, profile one more step of every entry
   // Optional: called once per model halfway through the timed reps (after reps / 2 steps of
   // every model), with the model being benchmarked. --audit-cost times a gate audit here, so
   // the audit and the steps it is compared with share the machine's state of the moment.

@@ -71,33 +71,35 @@ void add_threads_option(po::options_description& desc, int* threads) {
                      "intra-op threads (0 = all cores)");
 }
 
-void add_model_options(po::options_description& desc) {
-  desc.add_options()
-      ("vocab-size", po::value<int64_t>(), "vocabulary size V")
-      ("d-model", po::value<int64_t>(), "model width d")
-      ("rank", po::value<int64_t>(), "Grassmann reduced rank r (>= 2)")
-      ("layers", po::value<int64_t>(), "number of blocks N")
-      ("max-len", po::value<int64_t>(), "position table size L_max (train: also the block length L)")
-      ("heads", po::value<int64_t>(), "attention heads")
-      ("d-ff", po::value<int64_t>(), "feed-forward width")
-      ("dropout", po::value<double>(), "dropout rate")
-      ("eps", po::value<double>(), "Pluecker normalisation floor")
-      ("offsets", po::value<std::string>(), "pairing offsets, e.g. 1,2,4,8,12,16")
-      ("offset-mode", po::value<std::string>(), "per-layer | all");
+void add_config_flag(po::options_description& desc, const FieldInfo& field) {
+  const char* name = field.flag.c_str();
+  const char* help = field.help.c_str();
+  switch (field.kind) {
+    case FieldKind::kInt: desc.add_options()(name, po::value<int64_t>(), help); break;
+    case FieldKind::kUnsigned: desc.add_options()(name, po::value<Unsigned64>(), help); break;
+    case FieldKind::kReal: desc.add_options()(name, po::value<double>(), help); break;
+    case FieldKind::kText:
+    case FieldKind::kIntList: desc.add_options()(name, po::value<std::string>(), help); break;
+  }
 }
 
+void apply_config_flag(const po::variable_value& value, const FieldInfo& field, FieldRef target) {
+  struct Visitor {
+    const po::variable_value& v;
+    const FieldInfo& f;
+    void operator()(int64_t* out) const { *out = v.as<int64_t>(); }
+    void operator()(uint64_t* out) const { *out = v.as<Unsigned64>().value; }
+    void operator()(double* out) const { *out = v.as<double>(); }
+    void operator()(std::string* out) const { *out = v.as<std::string>(); }
+    void operator()(std::vector<int64_t>* out) const { *out = parse_int_list(v.as<std::string>(), "--" + f.flag); }
+  };
+  std::visit(Visitor{value, field}, target);
+}
+
+void add_model_options(po::options_description& desc) { add_config_flags(desc, model_config_fields()); }
+
 ModelConfig model_config_from_flags(const po::variables_map& vm, ModelConfig c) {
-  if (vm.count("vocab-size")) c.vocab_size = vm["vocab-size"].as<int64_t>();
-  if (vm.count("d-model")) c.d_model = vm["d-model"].as<int64_t>();
-  if (vm.count("rank")) c.rank = vm["rank"].as<int64_t>();
-  if (vm.count("layers")) c.layers = vm["layers"].as<int64_t>();
-  if (vm.count("max-len")) c.max_len = vm["max-len"].as<int64_t>();
-  if (vm.count("heads")) c.heads = vm["heads"].as<int64_t>();
-  if (vm.count("d-ff")) c.d_ff = vm["d-ff"].as<int64_t>();
-  if (vm.count("dropout")) c.dropout = vm["dropout"].as<double>();
-  if (vm.count("eps")) c.eps = vm["eps"].as<double>();
-  if (vm.count("offsets")) c.offsets = parse_int_list(vm["offsets"].as<std::string>(), "--offsets");
-  if (vm.count("offset-mode")) c.offset_mode = vm["offset-mode"].as<std::string>();
+  apply_config_flags(vm, model_config_fields(), c);
   return c;
 }
 

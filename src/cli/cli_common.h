@@ -1,6 +1,7 @@
 #pragma once
 // Shared CLI plumbing: strict option parsing (unknown flags and bad values are errors, exit 2,
-// one line), --help for every subcommand, thread setup, and the model flags.
+// one line), --help for every subcommand, thread setup, and the config flags (generated from
+// each config's field table, util/config_fields.h).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -9,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "core/model_config.h"
+#include "util/config_fields.h"
 
 namespace grassaudit::cli {
 
@@ -33,8 +35,36 @@ void validate(boost::any& v, const std::vector<std::string>& values, Unsigned64*
 // parsing.
 void add_threads_option(po::options_description& desc, int* threads);
 
-// Model flags: --vocab-size --d-model --rank --layers --max-len --heads --d-ff --dropout --eps
-// --offsets --offset-mode. Values given on the command line override `base`.
+// Config flags from a field table: one --flag per field that names one, typed by the field
+// (integers and reals as boost reads them, so "256.5" for an integer flag is an error; seeds
+// as Unsigned64; integer lists as "1,2,4" text, parse_int_list). apply_config_flags sets the
+// fields whose flags were given and leaves the others as they are.
+void add_config_flag(po::options_description& desc, const FieldInfo& field);
+void apply_config_flag(const po::variable_value& value, const FieldInfo& field, FieldRef target);
+
+template <class Config>
+void add_config_flags(po::options_description& desc, const std::vector<Field<Config>>& fields) {
+  for (const auto& f : fields)
+    if (!f.flag.empty()) add_config_flag(desc, f);
+}
+
+template <class Config>
+void apply_config_flags(const po::variables_map& vm, const std::vector<Field<Config>>& fields, Config& config) {
+  for (const auto& f : fields)
+    if (!f.flag.empty() && vm.count(f.flag)) apply_config_flag(vm[f.flag], f, f.ref(config));
+}
+
+// The flags of a table (without "--"), e.g. to refuse them with --resume.
+template <class Config>
+std::vector<std::string> config_flag_names(const std::vector<Field<Config>>& fields) {
+  std::vector<std::string> names;
+  for (const auto& f : fields)
+    if (!f.flag.empty()) names.push_back(f.flag);
+  return names;
+}
+
+// Model flags (model_config_fields): --vocab-size --d-model --rank --layers --max-len --heads
+// --d-ff --dropout --eps --offsets --offset-mode. Values given on the command line override `base`.
 void add_model_options(po::options_description& desc);
 ModelConfig model_config_from_flags(const po::variables_map& vm, ModelConfig base);
 

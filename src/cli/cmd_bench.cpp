@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "bench/bench.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "core/lm_loss.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
 #include "train/gate.h"
@@ -30,6 +32,7 @@ const char* kUsage =
     "                        [--threads T] [--reps N] [--warmup N] [--dropout P] [--json FILE]\n"
     "       grassaudit bench --mixer NAME[,NAME...] --tokens T --seq-len L1,L2,...   (sweep, batch = T / L)\n"
     "       grassaudit bench --model PRESET --mixer NAME[,NAME...] [--batch B] [--threads T] [--reps N]\n"
+    "                        [--loss-impl fused,materialized] [--loss-chunk N[,N...]] [--profile-ops]\n"
     "\n"
     "Layer mode: one mixer layer, forward + backward of mean(y^2), float32, input requiring grad,\n"
     "after --warmup untimed reps; dropout 0 unless --dropout (as reference/python/bench_mha.py).\n"
@@ -37,19 +40,23 @@ const char* kUsage =
     "benchmarked layer is layer 0 of the schedule and uses offsets[0] only.\n"
     "Model mode: one training step (forward, cross-entropy, backward, AdamW step) of the preset's\n"
     "model, as reference/python/bench_train_step.py; also reports analytic FLOPs, the achieved\n"
-    "GFLOP/s and the machine's measured sgemm rate.\n"
+    "GFLOP/s and the machine's measured sgemm rate. The loss is computed by each --loss-impl given\n"
+    "(default fused: the chunked head, --loss-chunk tokens at a time; materialized: the full\n"
+    "[B*L, V] logits); every mixer x impl (x chunk) is its own entry with \"loss_impl\" in its JSON.\n"
+    "--profile-ops adds \"op_profile\": one more step per entry under the op profiler, self time by\n"
+    "op and by category (gemm, layer_norm, gelu, dropout, attention_softmax, ...).\n"
     "Several comma-separated mixers (and sequence lengths) are timed in one run with their reps\n"
     "interleaved, so their ratios are measured side by side. Output: JSON on stdout (one object, or {\"results\": [...]}\n"
     "for several mixers) with tokens_per_second (median over reps), ms_per_step {median,min,max},\n"
     "threads, peak_rss_mb, blas, mixer, batch, seq_len, machine; --json FILE writes the same.";
 
-std::vector<std::string> split_names(const std::string& text) {
+std::vector<std::string> split_names(const std::string& text, const char* flag = "--mixer") {
   std::vector<std::string> out;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ','))
     if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw InputError("--mixer needs at least one name");
+  if (out.empty()) throw InputError(fmt::format("{} needs at least one name", flag));
   return out;
 }
 
@@ -65,6 +72,11 @@ int run(int argc, char** argv) {
       ("reps", po::value<int>(), "timed reps (layer default 10, model default 3); the median is reported")
       ("warmup", po::value<int>(), "untimed warm-up reps per mixer (layer default 2, model default 1)")
       ("json", po::value<std::string>(), "also write the JSON to this file")
+      ("loss-impl", po::value<std::string>(),
+       "model mode: fused (default) and/or materialized, comma-separated; each is timed, interleaved")
+      ("loss-chunk", po::value<std::string>(),
+       "model mode, fused loss: tokens per head chunk, or a comma list (a sweep; default the built-in size)")
+      ("profile-ops", "model mode: profile one more step of each entry, op by op (self time), into \"op_profile\"")
       ("audit-cost", po::value<int64_t>(),
        "model mode: also time one gate audit of each model (the trainer's settings, run halfway through the "
        "timed steps on the model being timed) and compare it with an epoch of this many training tokens at the "
@@ -96,7 +108,7 @@ int run(int argc, char** argv) {
     int64_t probes;
     std::string precision;
   };
-  std::map<std::string, AuditCost> audit_costs;  // --audit-cost: by result mixer name
+  std::map<size_t, AuditCost> audit_costs;  // --audit-cost: by result index
   if (vm.count("model")) {
     Preset preset = get_preset(vm["model"].as<std::string>());
     ModelBenchOptions o;
@@ -114,9 +126,20 @@ int run(int argc, char** argv) {
     o.weight_decay = preset.train.weight_decay;
     o.reps = opt_reps("reps", 3);
     o.warmup = opt_reps("warmup", 1);
+    if (vm.count("loss-impl")) {
+      o.loss_impls.clear();
+      for (const auto& name : split_names(vm["loss-impl"].as<std::string>(), "--loss-impl"))
+        o.loss_impls.push_back(parse_loss_impl(name));
+    }
+    if (vm.count("loss-chunk")) {
+      if (std::find(o.loss_impls.begin(), o.loss_impls.end(), LossImpl::kFused) == o.loss_impls.end())
+        throw InputError("--loss-chunk applies to --loss-impl fused");
+      o.loss_chunks = parse_int_list(vm["loss-chunk"].as<std::string>(), "--loss-chunk");
+    }
+    o.profile_ops = vm.count("profile-ops") > 0;
     check_model_bench(o);  // every value checked before the banner and any work
     int64_t epoch_tokens = 0;
-    std::vector<AuditResult> audits(mixers.size());
+    std::vector<AuditResult> audits;  // by entry (mixer x loss impl x chunk), as results
     if (vm.count("audit-cost")) {
       epoch_tokens = vm["audit-cost"].as<int64_t>();
       if (epoch_tokens < 1) throw InputError("--audit-cost needs a positive token count");
@@ -126,8 +149,10 @@ int run(int argc, char** argv) {
       o.midway = [&](size_t k, LanguageModel& lm) {
         AuditGate gate(gate_audit_options(lm->config().max_len, preset.train.audit_trials, preset.train.audit_batch,
                                           preset.train.seed));
+        if (audits.size() <= k) audits.resize(k + 1);
         audits[k] = gate.audit(lm);
-        std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n", o.preset + ":" + mixers[k],
+        std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n",
+                                 o.preset + ":" + lm->config().mixer,
                                  audits[k].verdict, audits[k].seconds, audits[k].probes, audits[k].precision);
       };
     }
@@ -137,10 +162,12 @@ int run(int argc, char** argv) {
     if (epoch_tokens > 0)
       for (size_t k = 0; k < results.size(); ++k) {
         const auto& t = results[k];
-        audit_costs[t.mixer] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, audits[k].verdict,
+        audit_costs[k] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, audits[k].verdict,
                                 audits[k].probes, audits[k].precision};
       }
   } else {
+    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops"})
+      if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --model benchmarks", flag));
     LayerBenchOptions o;
     o.mixers = mixers;
     ModelConfig base;
@@ -161,14 +188,15 @@ int run(int argc, char** argv) {
   }
 
   nlohmann::json arr = nlohmann::json::array();
-  for (const auto& t : results) {
+  for (size_t k = 0; k < results.size(); ++k) {
+    const auto& t = results[k];
     auto j = to_json(t);
     if (gemm > 0) {
       j["gemm_gflops"] = gemm;
       j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / gemm;
     }
-    if (audit_costs.count(t.mixer)) {
-      const auto& ac = audit_costs.at(t.mixer);
+    if (audit_costs.count(k)) {
+      const auto& ac = audit_costs.at(k);
       j["audit_seconds"] = ac.audit_seconds;
       j["audit_verdict"] = ac.verdict;
       j["audit_probes"] = ac.probes;
@@ -180,10 +208,12 @@ int run(int argc, char** argv) {
                                ac.epoch_seconds);
     }
     arr.push_back(j);
+    std::string label = t.mixer;
+    if (!t.loss_impl.empty()) label += " " + t.loss_impl + (t.loss_chunk > 0 ? fmt::format("/{}", t.loss_chunk) : "");
     std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
-                             "peak RSS {:.0f} MB\n",
-                             t.mixer, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
-                             t.peak_rss_mb);
+                             "peak RSS {:.0f} MB{}\n",
+                             label, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
+                             t.peak_rss_mb, gemm > 0 ? fmt::format("  {:.2f} of sgemm", j["fraction_of_gemm"].get<double>()) : "");
   }
   nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
   const std::string text = doc.dump(2) + "\n";

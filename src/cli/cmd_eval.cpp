@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
+#include "core/lm_loss.h"
 #include "core/runtime.h"
 #include "text/wikitext2.h"
 #include "train/gate.h"
@@ -25,19 +26,23 @@ int eval_main(int argc, char** argv) {
   return guarded("eval", [&]() -> int {
     po::options_description desc("eval options");
     int threads = 0;
-    std::string checkpoint, split, json_path, data_dir;
+    std::string checkpoint, split, json_path, data_dir, loss_impl_flag = "fused";
     desc.add_options()
         ("checkpoint", po::value<std::string>(&checkpoint)->required(), "checkpoint file (last.ckpt, best.ckpt)")
         ("split", po::value<std::string>(&split)->required(), "valid | test")
         ("json", po::value<std::string>(&json_path), "also write the result as JSON to this file")
         ("data-dir", po::value<std::string>(&data_dir), "folder holding wikitext-2/ and bert-base-uncased/")
-        ("allow-other-data", "accept data files that differ from the published WikiText-2");
+        ("allow-other-data", "accept data files that differ from the published WikiText-2")
+        ("loss-impl", po::value<std::string>(&loss_impl_flag),
+         "fused (default: chunked head, no [tokens, V] logits) | materialized (the full logits, the reference)");
     add_threads_option(desc, &threads);
     po::variables_map vm;
     if (!parse(argc, argv, desc, vm,
-               "usage: grassaudit eval --checkpoint FILE --split valid|test [--json FILE] [--data-dir DIR] [--threads T]"))
+               "usage: grassaudit eval --checkpoint FILE --split valid|test [--json FILE] [--data-dir DIR] [--threads T]\n"
+               "                      [--loss-impl fused|materialized]"))
       return kExitOk;
     if (split != "valid" && split != "test") throw InputError(fmt::format("--split must be valid or test, got '{}'", split));
+    const LossImpl loss_impl = parse_loss_impl(loss_impl_flag);
 
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit and evaluation
     LoadedCheckpoint ck = load_checkpoint(checkpoint);
@@ -70,7 +75,7 @@ int eval_main(int argc, char** argv) {
                              ck.config.mixer, L, format_count(blocks.num_blocks * L), split,
                              tcfg.eval_max_tokens > 0 ? " (limited by the run's eval_max_tokens)" : "");
     AuditGate gate(gate_audit_options(L, tcfg.audit_trials, tcfg.audit_batch, tcfg.seed));
-    auto g = gated_evaluate(gate, ck.model, blocks, tcfg.eval_batch, c10::Device(c10::kCPU));
+    auto g = gated_evaluate(gate, ck.model, blocks, tcfg.eval_batch, c10::Device(c10::kCPU), {}, loss_impl);
     const double ppl = g->stats.ppl();
     std::cout << describe_ppl(split, ppl, g->audit) << "\n";
     if (g->leaky())
@@ -84,6 +89,7 @@ int eval_main(int argc, char** argv) {
       j["mixer"] = ck.config.mixer;
       j["tokenizer"] = tcfg.tokenizer;
       j["seq_len"] = L;
+      j["loss_impl"] = loss_impl_name(loss_impl);
       write_file_atomic(json_path, j.dump(2) + "\n");
     }
     return kExitOk;

@@ -52,31 +52,25 @@ int train_main(int argc, char** argv) {
   return guarded("train", [&]() -> int {
     po::options_description desc("train options");
     int threads = 0;
-    std::string mixer, preset, config, data_dir, tokenizer, out, resume, device;
-    int64_t epochs = 0, max_tokens = -1, audit_trials = 0;
-    Unsigned64 seed;
+    std::string mixer, preset, config, data_dir, out, resume, device;
     desc.add_options()
         ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
         ("preset", po::value<std::string>(&preset),
          fmt::format("settings preset: {}", fmt::join(preset_names(), " | ")).c_str())
         ("config", po::value<std::string>(&config), "JSON file {\"model\": {...}, \"train\": {...}} (instead of --preset)")
         ("data-dir", po::value<std::string>(&data_dir), "folder holding wikitext-2/ and bert-base-uncased/")
-        ("tokenizer", po::value<std::string>(&tokenizer), "word | wordpiece (default: the preset's, wordpiece)")
-        ("epochs", po::value<int64_t>(&epochs), "epochs (sets the LR schedule's length)")
-        ("max-tokens", po::value<int64_t>(&max_tokens), "stop after this many training tokens (0 = no limit)")
         ("out", po::value<std::string>(&out), "output folder (default: runs/<preset>-<tokenizer>-<mixer>)")
         ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its config is used)")
-        ("seed", po::value<Unsigned64>(&seed), "random seed (init, dropout, data order, audit)")
         ("device", po::value<std::string>(&device)->default_value("cpu"), "cpu | cuda")
-        ("audit-trials", po::value<int64_t>(&audit_trials), "audit gate trials (default 3)")
         ("allow-other-data", "accept data files that differ from the published WikiText-2");
+    add_config_flags(desc, train_config_fields());  // --tokenizer --epochs --seed --max-tokens --audit-trials --loss-impl
     add_threads_option(desc, &threads);
     add_model_options(desc);
     po::variables_map vm;
     const std::string usage =
         "usage: grassaudit train --mixer NAME --preset NAME|--config FILE [--data-dir DIR] [--tokenizer word|wordpiece]\n"
         "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
-        "                        [--device cpu|cuda] [model flags]";
+        "                        [--device cpu|cuda] [--loss-impl fused|materialized] [model flags]";
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     TrainRequest req;
@@ -87,13 +81,18 @@ int train_main(int argc, char** argv) {
     if (device != "cpu" && device != "cuda") throw InputError(fmt::format("--device must be cpu or cuda, got '{}'", device));
 
     if (vm.count("resume")) {
-      for (const char* flag : {"mixer", "preset", "config", "tokenizer", "epochs", "seed", "audit-trials",
-                               "vocab-size", "d-model", "rank", "layers", "max-len", "heads", "d-ff", "dropout",
-                               "eps", "offsets", "offset-mode"})
+      // The checkpoint's config is used: every config flag but --max-tokens is refused rather
+      // than ignored. (--loss-impl too: TrainRequest has no override for it yet.)
+      std::vector<std::string> refused{"mixer", "preset", "config"};
+      for (const auto& flag : config_flag_names(train_config_fields()))
+        if (flag != "max-tokens") refused.push_back(flag);
+      for (const auto& flag : config_flag_names(model_config_fields())) refused.push_back(flag);
+      for (const auto& flag : refused)
         if (vm.count(flag))
           throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's config is used)", flag));
       req.resume = resume;  // run_training loads it before any output: a bad file is one line
       if (vm.count("max-tokens")) {
+        const int64_t max_tokens = vm["max-tokens"].as<int64_t>();
         if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
         req.max_tokens_override = max_tokens;
       }
@@ -115,11 +114,7 @@ int train_main(int argc, char** argv) {
       else if (!has_mixer) throw InputError("--mixer is required (future, past or attention)");
       req.model = model_config_from_flags(vm, req.model);
       req.vocab_size_explicit = has_vocab || vm.count("vocab-size") > 0;
-      if (vm.count("tokenizer")) req.train.tokenizer = tokenizer;
-      if (vm.count("epochs")) req.train.epochs = epochs;
-      if (vm.count("max-tokens")) req.train.max_tokens = max_tokens;
-      if (vm.count("seed")) req.train.seed = seed.value;
-      if (vm.count("audit-trials")) req.train.audit_trials = audit_trials;
+      apply_config_flags(vm, train_config_fields(), req.train);
       // Cheap checks before the data is loaded (vocab_size is validated once it is known).
       req.model.validate();
       req.train.validate(req.model);

@@ -43,25 +43,18 @@ int train_nli_main(int argc, char** argv) {
   return guarded("train-nli", [&]() -> int {
     po::options_description desc("train-nli options");
     int threads = 0;
-    std::string head, data_dir, train_file, seeds_text, out, resume;
-    int64_t epochs = 0, batch = 0, max_examples = 0, encoder_layers = 0, log_every = 0;
+    std::string data_dir, train_file, seeds_text, out, resume;
     Unsigned64 seed;
-    double lr = 0;
+    add_config_flags(desc, nli_config_fields());        // --head --encoder-layers
+    add_config_flags(desc, nli_train_config_fields());  // --epochs --batch --lr --log-every --max-examples
     desc.add_options()
-        ("head", po::value<std::string>(&head), "classification head: grassmann | transformer")
         ("data-dir", po::value<std::string>(&data_dir), "folder holding snli/ and bert-base-uncased/")
         ("train", po::value<std::string>(&train_file),
          "SNLI training split (jsonl or jsonl.gz); without it: train on 90% of dev, select on 10%, test on test")
-        ("epochs", po::value<int64_t>(&epochs), "epochs (default 2, the budget setting; the paper: 20)")
         ("seed", po::value<Unsigned64>(&seed), "one seed (same as --seeds S)")
         ("seeds", po::value<std::string>(&seeds_text), "comma-separated seeds, run one after another (default 1,2,3)")
-        ("batch", po::value<int64_t>(&batch), "batch size (default 32)")
-        ("lr", po::value<double>(&lr), "peak learning rate (default 1e-3; warmup 10%, cosine to 10%)")
         ("out", po::value<std::string>(&out), "output folder (default: runs/snli-<head>)")
-        ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its settings, seeds and data are used)")
-        ("max-examples", po::value<int64_t>(&max_examples), "keep the first N pairs of every split (smoke runs)")
-        ("encoder-layers", po::value<int64_t>(&encoder_layers), "self-attention layers in the shared encoder (default 1)")
-        ("log-every", po::value<int64_t>(&log_every), "a train metrics line every k steps (default 50)");
+        ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its settings, seeds and data are used)");
     add_threads_option(desc, &threads);
     po::variables_map vm;
     const std::string usage =
@@ -73,17 +66,22 @@ int train_nli_main(int argc, char** argv) {
     NliTrainRequest req;
     req.data_dir = data_dir;
     if (vm.count("resume")) {
-      for (const char* flag : {"head", "train", "epochs", "seed", "seeds", "batch", "lr", "max-examples",
-                               "encoder-layers", "log-every"})
+      // The checkpoint's settings are used: every settings flag is refused rather than ignored.
+      std::vector<std::string> refused{"train", "seed", "seeds"};
+      for (const auto& flag : config_flag_names(nli_config_fields())) refused.push_back(flag);
+      for (const auto& flag : config_flag_names(nli_train_config_fields())) refused.push_back(flag);
+      for (const auto& flag : refused)
         if (vm.count(flag))
           throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's settings are used)", flag));
       req.resume = resume;  // the trainer loads it before any output: a bad file is one line
       req.out_dir = vm.count("out") ? out : default_resume_out_dir(resume);
     } else {
       if (!vm.count("head")) throw InputError("--head is required (grassmann or transformer)");
-      if (head != "grassmann" && head != "transformer")
-        throw InputError(fmt::format("--head must be grassmann or transformer, got '{}'", head));
-      req.model.head = head;
+      apply_config_flags(vm, nli_config_fields(), req.model);
+      apply_config_flags(vm, nli_train_config_fields(), req.train);
+      req.model.vocab_rows = 4;  // set from the data later; only the other fields are checked here
+      req.model.validate();
+      req.train.validate();
       if (vm.count("seed") && vm.count("seeds")) throw InputError("give --seed or --seeds, not both");
       if (vm.count("seed")) req.seeds = {seed.value};
       if (vm.count("seeds")) req.seeds = parse_seed_list(seeds_text);
@@ -91,16 +89,7 @@ int train_nli_main(int argc, char** argv) {
         if (train_file.empty()) throw InputError("--train must not be empty");
         req.train_file = train_file;
       }
-      if (vm.count("epochs")) req.train.epochs = epochs;
-      if (vm.count("batch")) req.train.batch = batch;
-      if (vm.count("lr")) req.train.lr = lr;
-      if (vm.count("max-examples")) req.train.max_examples = max_examples;
-      if (vm.count("log-every")) req.train.log_every = log_every;
-      if (vm.count("encoder-layers")) req.model.encoder_layers = encoder_layers;
-      req.train.validate();
-      req.model.vocab_rows = 4;  // set from the data later; only the other fields are checked here
-      req.model.validate();
-      req.out_dir = vm.count("out") ? out : fmt::format("runs/snli-{}", head);
+      req.out_dir = vm.count("out") ? out : fmt::format("runs/snli-{}", req.model.head);
     }
     if (req.out_dir.empty()) throw InputError("--out must not be empty");
 

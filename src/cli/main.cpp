@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "util/command_line.h"
 #include "util/error.h"
 
 namespace {
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (is_compute_command(name)) ensure_passive_openmp(argv);
+  grassaudit::set_command_line(argc, argv);
   for (const auto& c : commands())
     if (name == c.name) return c.run(argc - 1, argv + 1);
   std::cerr << "grassaudit: error: unknown command '" << name << "' (see grassaudit --help)\n";

@@ -1,6 +1,7 @@
 #include "core/attention_mixer.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +9,23 @@
 #include <vector>
 
 #include "core/attention_masks.h"
+#include "core/attention_reference.h"
 #include "core/model_config.h"
+#include "util/error.h"
 
 namespace grassaudit {
 
+void check_attention_heads(int64_t d_model, int64_t heads) {
+  if (heads < 1) throw InputError(fmt::format("attention: heads must be >= 1, got {}", heads));
+  if (d_model % heads != 0)
+    throw InputError(fmt::format("attention: d_model ({}) must be divisible by heads ({})", d_model, heads));
+}
+
 AttentionMixerImpl::AttentionMixerImpl(int64_t d_model, int64_t heads, double dropout)
     : d_model_(d_model), heads_(heads) {
+  check_attention_heads(d_model, heads);
+  // register_module names are checkpoint keys, shared with AttentionReferenceImpl so weights
+  // copy across by name (pinned by tests/core/test_checkpoint_keys.cpp).
   in_proj_ = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
   out_proj_ = register_module("out_proj", torch::nn::Linear(d_model, d_model));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
@@ -75,11 +87,25 @@ torch::Tensor AttentionMixerImpl::forward(const torch::Tensor& h) {
   return norm_->forward(h2 + dropout_->forward(out)).view(h.sizes());
 }
 
-void register_attention_mixer(MixerRegistry& registry) {
-  registry.add("attention", "causally masked multi-head self-attention (baseline)",
-               [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
-                 return std::make_shared<AttentionMixerImpl>(cfg.d_model, cfg.heads, cfg.dropout);
-               });
+void register_attention_mixers(MixerRegistry& registry) {
+  MixerInfo fast;
+  fast.name = "attention";
+  fast.summary = "causally masked multi-head self-attention (baseline)";
+  fast.base_name = "attention";
+  fast.reference_twin = "literal-attention";
+  fast.family = MixerFamily::kAttention;
+  fast.pairing = MixerPairing::kCausalMask;
+  registry.add(fast, [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
+    return std::make_shared<AttentionMixerImpl>(cfg.d_model, cfg.heads, cfg.dropout);
+  });
+  MixerInfo ref = fast;
+  ref.name = "literal-attention";
+  ref.summary = "attention, textbook reference path: per-head loop, full [L, L] mask (slow; for tests and bench)";
+  ref.reference_twin.clear();
+  ref.is_reference = true;
+  registry.add(ref, [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
+    return std::make_shared<AttentionReferenceImpl>(cfg.d_model, cfg.heads, cfg.dropout);
+  });
 }
 
 }  // namespace grassaudit

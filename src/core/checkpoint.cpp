@@ -76,6 +76,69 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// Submodules renamed since checkpoints were first written: older archives store the module
+// registered as `current` under `legacy` (grassmann_mixer.cpp: "plucker" -> "pluecker", so the
+// key blocks.N.mixer.plucker.weight is now blocks.N.mixer.pluecker.weight).
+struct RenamedModule {
+  const char* current;
+  const char* legacy;
+};
+constexpr RenamedModule kRenamedModules[] = {{"pluecker", "plucker"}};
+
+const char* legacy_name(const std::string& current) {
+  for (const auto& r : kRenamedModules)
+    if (current == r.current) return r.legacy;
+  return nullptr;
+}
+
+// A module key ("blocks.0.mixer.pluecker.weight") as the code before the renames wrote it.
+std::string legacy_key(const std::string& key) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= key.size()) {
+    const size_t dot = key.find('.', pos);
+    const std::string part = key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const char* old = legacy_name(part);
+    out += old ? old : part;
+    if (dot == std::string::npos) break;
+    out += '.';
+    pos = dot + 1;
+  }
+  return out;
+}
+
+// Module::load (parameters, buffers, then each child's archive, recursively), except that a
+// child missing under its name is read from its legacy name. Returns whether any was.
+bool load_module_tree(torch::nn::Module& module, torch::serialize::InputArchive& archive) {
+  bool used_legacy = false;
+  for (auto& p : module.named_parameters(/*recurse=*/false)) archive.read(p.key(), p.value());
+  for (auto& b : module.named_buffers(/*recurse=*/false)) archive.read(b.key(), b.value(), /*is_buffer=*/true);
+  for (auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_archive;
+    if (!archive.try_read(child.key(), child_archive)) {
+      const char* old = legacy_name(child.key());
+      if (old && archive.try_read(old, child_archive)) used_legacy = true;
+      else archive.read(child.key(), child_archive);  // throws LibTorch's "no such key" error
+    }
+    used_legacy = load_module_tree(*child.value(), child_archive) || used_legacy;
+  }
+  return used_legacy;
+}
+
+// weights_sha256 with every key passed through `rename` first.
+std::string weights_sha256_named(torch::nn::Module& module, const std::function<std::string(const std::string&)>& rename) {
+  Sha256 h;
+  auto absorb = [&](const std::string& name, const at::Tensor& t) {
+    auto c = t.detach().to(at::kCPU).contiguous();
+    std::string header = fmt::format("{}|{}|{}|", rename(name), fmt::join(c.sizes().vec(), ","), c10::toString(c.scalar_type()));
+    h.update(header.data(), header.size());
+    h.update(c.data_ptr(), c.numel() * c.element_size());
+  };
+  for (const auto& kv : module.named_parameters()) absorb(kv.key(), kv.value());
+  for (const auto& kv : module.named_buffers()) absorb(kv.key(), kv.value());
+  return h.hex_digest();
+}
+
 // Runs `body`; a LibTorch or parser error from a damaged record becomes one InputError line.
 template <typename F>
 auto guard_corrupt(const std::string& path, F&& body) -> decltype(body()) {
@@ -134,8 +197,9 @@ nlohmann::json load_training_archive(const std::string& path, const std::string&
     std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
     for (const auto& kv : module->named_parameters()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
     for (const auto& kv : module->named_buffers()) expected.emplace_back(kv.key(), kv.value().sizes().vec());
+    bool legacy_keys = false;
     try {
-      module->load(model_archive);
+      legacy_keys = load_module_tree(*module, model_archive);
     } catch (const c10::Error& e) {
       throw InputError(fmt::format("{}: weights do not match the stored config ({})", path,
                                    first_line(e.what_without_backtrace())));
@@ -152,7 +216,9 @@ nlohmann::json load_training_archive(const std::string& path, const std::string&
     };
     for (const auto& kv : module->named_parameters()) check(kv.key(), kv.value());
     for (const auto& kv : module->named_buffers()) check(kv.key(), kv.value());
-    if (meta.contains(kWeightsKey) && meta[kWeightsKey] != weights_sha256(*module))
+    // The checksum hashes key names too: an archive with legacy keys was summed under them.
+    if (meta.contains(kWeightsKey) &&
+        meta[kWeightsKey] != (legacy_keys ? weights_sha256_named(*module, legacy_key) : weights_sha256(*module)))
       throw InputError(fmt::format("{}: corrupt checkpoint (weights do not match their stored checksum)", path));
     return meta;
   });
@@ -206,16 +272,7 @@ bool all_finite(torch::nn::Module& module) {
 }
 
 std::string weights_sha256(torch::nn::Module& module) {
-  Sha256 h;
-  auto absorb = [&](const std::string& name, const at::Tensor& t) {
-    auto c = t.detach().to(at::kCPU).contiguous();
-    std::string header = fmt::format("{}|{}|{}|", name, fmt::join(c.sizes().vec(), ","), c10::toString(c.scalar_type()));
-    h.update(header.data(), header.size());
-    h.update(c.data_ptr(), c.numel() * c.element_size());
-  };
-  for (const auto& kv : module.named_parameters()) absorb(kv.key(), kv.value());
-  for (const auto& kv : module.named_buffers()) absorb(kv.key(), kv.value());
-  return h.hex_digest();
+  return weights_sha256_named(module, [](const std::string& key) { return key; });
 }
 
 }  // namespace grassaudit

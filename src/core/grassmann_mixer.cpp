@@ -4,8 +4,6 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/model_config.h"
 #include "core/pluecker.h"
@@ -48,24 +46,13 @@ at::Tensor scatter_rows(const at::Tensor& x, int64_t L, int64_t start) {
 
 GrassmannMixerImpl::GrassmannMixerImpl(const GrassmannOptions& options) : options_(options) {
   const int64_t d = options_.d_model, r = options_.rank;
+  // register_module names are checkpoint keys (pinned by tests/core/test_checkpoint_keys.cpp).
+  // "pluecker" was "plucker" before; checkpoint.cpp still loads archives with the old key.
   reduce_ = register_module("reduce", torch::nn::Linear(d, r));
-  plucker_ = register_module("plucker", torch::nn::Linear(pluecker_dim(r), d));
+  pluecker_ = register_module("pluecker", torch::nn::Linear(pluecker_dim(r), d));
   gate_ = register_module("gate", torch::nn::Linear(2 * d, d));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   dropout_ = register_module("dropout", torch::nn::Dropout(options_.dropout));
-}
-
-std::string GrassmannMixerImpl::name() const {
-  std::string dir = options_.direction == PairDirection::kFuture ? "future" : "past";
-  return options_.literal ? "literal-" + dir : dir;
-}
-
-std::string GrassmannMixerImpl::reads() const {
-  const char* sign = options_.direction == PairDirection::kFuture ? "+" : "-";
-  std::vector<std::string> parts;
-  for (int64_t D : options_.offsets) parts.push_back(fmt::format("t{}{}", sign, D));
-  return fmt::format("t and {} ({} pairing)", fmt::join(parts, ", "),
-                     options_.direction == PairDirection::kFuture ? "future" : "past");
 }
 
 // z: [B, L, r] -> g: [B, L, d]. Literal: per offset D, p = z_t ^ z_partner ([B, L-D, C]),
@@ -78,7 +65,7 @@ torch::Tensor GrassmannMixerImpl::geometry_literal(const torch::Tensor& z) {
     auto s = pair_slices(z, D, options_.direction);
     auto p = pluecker_coords(s.anchor, s.partner);                        // [B, L-D, C]
     auto norm = (p * p).sum(-1, true).clamp_min(options_.eps * options_.eps).sqrt();
-    auto gD = plucker_->forward(p / norm);                                // [B, L-D, d]
+    auto gD = pluecker_->forward(p / norm);                                // [B, L-D, d]
     sum = sum + scatter_rows(gD, L, s.start);
   }
   auto count = valid_offset_count(L, options_.offsets, options_.direction, z.options());
@@ -94,10 +81,10 @@ torch::Tensor GrassmannMixerImpl::geometry_fast(const torch::Tensor& z) {
   const int64_t B = z.size(0), L = z.size(1), r = z.size(2), d = options_.d_model;
   auto c = pluecker_partner_mean(z, options_.offsets, options_.direction == PairDirection::kFuture, options_.eps);
   auto wedge = pluecker_wedge(z, c);                                        // [B, L, C]
-  auto g = at::mm(wedge.view({B * L, pluecker_dim(r)}), plucker_->weight.t()).view({B, L, d});
+  auto g = at::mm(wedge.view({B * L, pluecker_dim(r)}), pluecker_->weight.t()).view({B, L, d});
   auto count = valid_offset_count(L, options_.offsets, options_.direction, z.options());
   auto has_any = (count > 0).to(z.scalar_type()).view({L, 1});
-  return g + has_any * plucker_->bias;                                      // bias: [L, d] rows
+  return g + has_any * pluecker_->bias;                                      // bias: [L, d] rows
 }
 
 namespace {
@@ -195,13 +182,28 @@ void register_grassmann_mixers(MixerRegistry& registry) {
       return std::make_shared<GrassmannMixerImpl>(o);
     };
   };
-  registry.add("future", "Grassmann, pairs (z_t, z_{t+D}): the paper read literally (sees the future)",
+  auto info = [](std::string name, std::string summary, std::string base, std::string twin, MixerPairing pairing) {
+    MixerInfo m;
+    m.name = std::move(name);
+    m.summary = std::move(summary);
+    m.base_name = std::move(base);
+    m.reference_twin = std::move(twin);
+    m.family = MixerFamily::kGrassmann;
+    m.pairing = pairing;
+    m.is_reference = m.reference_twin.empty();  // the literal paths are the references
+    return m;
+  };
+  registry.add(info("future", "Grassmann, pairs (z_t, z_{t+D}): the paper read literally (sees the future)",
+                    "future", "literal-future", MixerPairing::kFuture),
                make(PairDirection::kFuture, false));
-  registry.add("past", "Grassmann, pairs (z_t, z_{t-D}): the public reproductions' reading (causal)",
+  registry.add(info("past", "Grassmann, pairs (z_t, z_{t-D}): the public reproductions' reading (causal)", "past",
+                    "literal-past", MixerPairing::kPast),
                make(PairDirection::kPast, false));
-  registry.add("literal-future", "future, literal per-offset reference path (slow; for tests and bench)",
+  registry.add(info("literal-future", "future, literal per-offset reference path (slow; for tests and bench)",
+                    "future", "", MixerPairing::kFuture),
                make(PairDirection::kFuture, true));
-  registry.add("literal-past", "past, literal per-offset reference path (slow; for tests and bench)",
+  registry.add(info("literal-past", "past, literal per-offset reference path (slow; for tests and bench)", "past",
+                    "", MixerPairing::kPast),
                make(PairDirection::kPast, true));
 }
 

@@ -9,8 +9,9 @@
 //                     fused gate blend), no gathers and no per-offset temporaries: its cost is
 //                     the three GEMMs (W_red, W_plu, W_gate) plus a few passes, linear in L.
 //   forward_literal() the reference: one 496-wide Pluecker tensor and projection per offset.
-// Tests hold fast == literal to 1e-5 (float32) and 1e-12 (float64), outputs and gradients.
-#include <string>
+// Tests hold fast == literal, outputs and gradients (tests/core/test_fast_vs_literal.cpp,
+// test_mixer_parity.cpp): float64 1e-12 (gradients 1e-10 at r <= 3, where near-parallel pairs
+// amplify rounding), float32 1e-5 (gradients 2e-5) from r = 4 up.
 #include <vector>
 
 #include <torch/nn/modules/dropout.h>
@@ -40,24 +41,21 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::Tensor forward(const torch::Tensor& h) override;
   torch::Tensor forward_fast(const torch::Tensor& h);
   torch::Tensor forward_literal(const torch::Tensor& h);
-  std::string name() const override;
-  std::string reads() const override;
   const GrassmannOptions& options() const { return options_; }
 
-  // g_t, the geometric feature before the gate ([B, L, d]); exposed for tests and audit taps.
+ private:
+  // z: [B, L, r] -> g: [B, L, d], the geometric feature g_t before the gate.
   torch::Tensor geometry_fast(const torch::Tensor& z);
   torch::Tensor geometry_literal(const torch::Tensor& z);
-
- private:
   // Reference gate (cat + Linear + sigmoid + blend), used by the literal path.
   torch::Tensor gate_blend(const torch::Tensor& h, const torch::Tensor& g);
   // Same function, fast: split-weight GEMMs and one fused blend node (custom backward).
   torch::Tensor gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g);
 
   GrassmannOptions options_;
-  torch::nn::Linear reduce_{nullptr};   // W_red: d -> r
-  torch::nn::Linear plucker_{nullptr};  // W_plu: C(r,2) -> d, shared by all offsets
-  torch::nn::Linear gate_{nullptr};     // W_gate: 2d -> d
+  torch::nn::Linear reduce_{nullptr};    // W_red: d -> r
+  torch::nn::Linear pluecker_{nullptr};  // W_plu: C(r,2) -> d, shared by all offsets
+  torch::nn::Linear gate_{nullptr};      // W_gate: 2d -> d
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };

@@ -25,7 +25,6 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, int64_t layer);
   // h: [B, L, d] -> [B, L, d]
   torch::Tensor forward(const torch::Tensor& h);
-  TokenMixerImpl& mixer() { return *mixer_; }
 
  private:
   std::shared_ptr<TokenMixerImpl> mixer_;
@@ -47,10 +46,11 @@ class LanguageModelImpl : public torch::nn::Module {
   torch::Tensor hidden_from_embeddings(const torch::Tensor& tok);
   // final hidden [B, L, d] -> logits [B, L, V] (position-wise; tied to E)
   torch::Tensor head(const torch::Tensor& hidden);
+  // The head's weight, E = tok_emb.weight [V, d] (for the fused head loss, core/fused_head.h).
+  const torch::Tensor& tied_weight() const { return tok_emb_->weight; }
 
   const ModelConfig& config() const { return cfg_; }
   int64_t parameter_count() const;
-  torch::nn::ModuleList& blocks() { return blocks_; }
 
  private:
   ModelConfig cfg_;

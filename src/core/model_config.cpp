@@ -1,49 +1,55 @@
 #include "core/model_config.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <nlohmann/json.hpp>
 
 #include "core/token_mixer.h"
+#include "util/config_json.h"
 #include "util/error.h"
 
 namespace grassaudit {
 
-bool ModelConfig::is_grassmann() const { return mixer != "attention"; }
+// The one declaration of every model field: JSON key, check, flag, --help text.
+const std::vector<Field<ModelConfig>>& model_config_fields() {
+  using C = ModelConfig;
+  static const std::vector<Field<C>> fields{
+      // No --mixer here: each command declares its own (train requires it, bench takes a list).
+      // The name is checked against the mixer registry in validate().
+      {"mixer", &C::mixer, any_value()},
+      {"vocab_size", &C::vocab_size, at_least(2), "vocab-size", "vocabulary size V"},
+      {"d_model", &C::d_model, at_least(1), "d-model", "model width d"},
+      {"rank", &C::rank, at_least(2, "a 2-plane needs two dimensions"), "rank", "Grassmann reduced rank r (>= 2)"},
+      {"layers", &C::layers, at_least(1), "layers", "number of blocks N"},
+      {"max_len", &C::max_len, at_least(2), "max-len", "position table size L_max (train: also the block length L)"},
+      {"heads", &C::heads, at_least(1), "heads", "attention heads"},
+      {"d_ff", &C::d_ff, at_least(1), "d-ff", "feed-forward width"},
+      {"dropout", &C::dropout, half_open(0, 1), "dropout", "dropout rate"},
+      {"eps", &C::eps, finite_above(0), "eps", "Pluecker normalisation floor"},
+      {"offsets", &C::offsets, non_empty_at_least(1), "offsets", "pairing offsets, e.g. 1,2,4,8,12,16"},
+      {"offset_mode", &C::offset_mode, one_of({"per-layer", "all"}), "offset-mode", "per-layer | all"},
+  };
+  return fields;
+}
+
+bool ModelConfig::is_grassmann() const {
+  return MixerRegistry::instance().info(mixer).family == MixerFamily::kGrassmann;
+}
 
 void ModelConfig::validate() const {
-  auto fail = [](const std::string& msg) { throw InputError("invalid model config: " + msg); };
   MixerRegistry::instance().check_name(mixer);
-  if (vocab_size < 2) fail(fmt::format("vocab_size must be >= 2, got {}", vocab_size));
-  if (d_model < 1) fail(fmt::format("d_model must be >= 1, got {}", d_model));
-  if (layers < 1) fail(fmt::format("layers must be >= 1, got {}", layers));
-  if (max_len < 2) fail(fmt::format("max_len must be >= 2, got {}", max_len));
-  if (d_ff < 1) fail(fmt::format("d_ff must be >= 1, got {}", d_ff));
-  if (!(dropout >= 0.0 && dropout < 1.0)) fail(fmt::format("dropout must be in [0, 1), got {}", dropout));
-  if (!(eps > 0.0 && std::isfinite(eps))) fail(fmt::format("eps must be finite and > 0, got {}", eps));
-  if (mixer == "attention") {
-    if (heads < 1) fail(fmt::format("heads must be >= 1, got {}", heads));
+  check_fields(*this, model_config_fields(), "model");
+  // Rules between fields.
+  auto fail = [](const std::string& msg) { throw InputError("invalid model config: " + msg); };
+  if (!is_grassmann()) {
     if (d_model % heads != 0)
       fail(fmt::format("d_model ({}) must be divisible by heads ({})", d_model, heads));
     return;
   }
-  if (rank < 2) fail(fmt::format("rank must be >= 2 (a 2-plane needs two dimensions), got {}", rank));
-  if (offsets.empty()) fail("offsets must not be empty");
-  for (int64_t d : offsets) {
-    if (d < 1) fail(fmt::format("offsets must be >= 1, got {}", d));
+  for (int64_t d : offsets)
     if (d >= max_len)
       fail(fmt::format("offset {} >= max_len {}: it could never pair two positions", d, max_len));
-  }
-  if (offset_mode == "per-layer") {
-    if (static_cast<int64_t>(offsets.size()) != layers)
-      fail(fmt::format("offset_mode per-layer needs one offset per layer: {} offsets for {} layers",
-                       offsets.size(), layers));
-  } else if (offset_mode != "all") {
-    fail(fmt::format("offset_mode must be per-layer or all, got '{}'", offset_mode));
-  }
+  if (offset_mode == "per-layer" && static_cast<int64_t>(offsets.size()) != layers)
+    fail(fmt::format("offset_mode per-layer needs one offset per layer: {} offsets for {} layers", offsets.size(),
+                     layers));
 }
 
 std::vector<int64_t> ModelConfig::layer_offsets(int64_t layer) const {
@@ -51,40 +57,10 @@ std::vector<int64_t> ModelConfig::layer_offsets(int64_t layer) const {
   return {offsets.at(static_cast<size_t>(layer))};
 }
 
-nlohmann::json to_json(const ModelConfig& c) {
-  return nlohmann::json{{"mixer", c.mixer},     {"vocab_size", c.vocab_size},
-                        {"d_model", c.d_model}, {"rank", c.rank},
-                        {"layers", c.layers},   {"max_len", c.max_len},
-                        {"heads", c.heads},     {"d_ff", c.d_ff},
-                        {"dropout", c.dropout}, {"eps", c.eps},
-                        {"offsets", c.offsets}, {"offset_mode", c.offset_mode}};
-}
+nlohmann::json to_json(const ModelConfig& c) { return fields_to_json(c, model_config_fields()); }
 
 ModelConfig model_config_from_json(const nlohmann::json& j, const ModelConfig& base) {
-  if (!j.is_object()) throw InputError("model config must be a JSON object");
-  ModelConfig c = base;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const auto& v = it.value();
-    try {
-      if (k == "mixer") c.mixer = v.get<std::string>();
-      else if (k == "vocab_size") c.vocab_size = v.get<int64_t>();
-      else if (k == "d_model") c.d_model = v.get<int64_t>();
-      else if (k == "rank") c.rank = v.get<int64_t>();
-      else if (k == "layers") c.layers = v.get<int64_t>();
-      else if (k == "max_len") c.max_len = v.get<int64_t>();
-      else if (k == "heads") c.heads = v.get<int64_t>();
-      else if (k == "d_ff") c.d_ff = v.get<int64_t>();
-      else if (k == "dropout") c.dropout = v.get<double>();
-      else if (k == "eps") c.eps = v.get<double>();
-      else if (k == "offsets") c.offsets = v.get<std::vector<int64_t>>();
-      else if (k == "offset_mode") c.offset_mode = v.get<std::string>();
-      else throw InputError(fmt::format("unknown model config key '{}'", k));
-    } catch (const nlohmann::json::exception&) {
-      throw InputError(fmt::format("model config key '{}' has the wrong type: {}", k, v.dump()));
-    }
-  }
-  return c;
+  return fields_from_json(j, model_config_fields(), base, "model");
 }
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {

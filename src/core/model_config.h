@@ -1,11 +1,14 @@
 #pragma once
 // One config struct for the language model, passed whole (nanoGPT style). Validated once;
-// printed and saved with every checkpoint; unknown keys in JSON are errors.
+// printed and saved with every checkpoint; unknown keys in JSON are errors. Its fields are
+// declared once, in model_config_fields(): JSON, range checks and the model flags come from there.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "util/config_fields.h"
 
 namespace grassaudit {
 
@@ -16,19 +19,23 @@ struct ModelConfig {
   int64_t rank = 32;       // r: reduced rank of the Grassmann layer
   int64_t layers = 6;
   int64_t max_len = 128;   // L_max: size of the learned position table
-  int64_t heads = 4;       // attention heads (attention mixer only)
+  int64_t heads = 4;       // attention heads (attention mixers only; must be >= 1 for every mixer)
   int64_t d_ff = 1024;
   double dropout = 0.1;
   double eps = 1e-8;       // Pluecker normalisation: p / max(||p||, eps)
   std::vector<int64_t> offsets{1, 2, 4, 8, 12, 16};
   std::string offset_mode = "per-layer";  // per-layer | all
 
-  // Throws InputError with one line naming the first invalid field.
+  // Throws InputError with one line naming the first invalid field: the mixer name, then the
+  // table's checks in table order, then the rules between fields (offsets vs max_len, ...).
   void validate() const;
   // The offsets layer `layer` pairs with (Grassmann mixers only).
   std::vector<int64_t> layer_offsets(int64_t layer) const;
   bool is_grassmann() const;
 };
+
+// Every field: JSON key, range check, CLI flag (--d-model, ...; none for mixer) and help.
+const std::vector<Field<ModelConfig>>& model_config_fields();
 
 nlohmann::json to_json(const ModelConfig& c);
 // Starts from `base` and overrides the keys present; unknown keys are errors.

@@ -1,7 +1,9 @@
 #pragma once
-// The one interface every token mixer implements. A mixer maps the block input h [B, L, d]
-// to the mixed, normalised state hhat [B, L, d] that the block's feed-forward then reads.
-// Blocks hold std::shared_ptr<TokenMixerImpl> so any registered mixer plugs in.
+// The one interface every token mixer implements, and the registry: the one place that knows
+// which mixers exist and what each one is (family, pairing, reference twin, public name).
+// A mixer maps the block input h [B, L, d] to the mixed, normalised state hhat [B, L, d] that
+// the block's feed-forward then reads. Blocks hold std::shared_ptr<TokenMixerImpl> so any
+// registered mixer plugs in.
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,36 +20,59 @@ class TokenMixerImpl : public torch::nn::Module {
  public:
   // h: [B, L, d] -> [B, L, d]
   virtual torch::Tensor forward(const torch::Tensor& h) = 0;
-  virtual std::string name() const = 0;
-  // Which positions output t reads, in words (e.g. "t and t-1, t-2 (past pairing)").
-  virtual std::string reads() const = 0;
 };
 
 using TokenMixerFactory =
     std::function<std::shared_ptr<TokenMixerImpl>(const ModelConfig&, int64_t layer)>;
 
-// Maps mixer names to factories. Implementations register themselves at static-init time
-// (see the bottom of each mixer's .cpp); names() is sorted so error messages are stable.
+enum class MixerFamily { kGrassmann, kAttention };
+// Which positions output t reads: future (t and t+D), past (t and t-D), causal-mask (1..t).
+enum class MixerPairing { kFuture, kPast, kCausalMask };
+
+std::string family_name(MixerFamily family);      // "grassmann" | "attention"
+std::string pairing_name(MixerPairing pairing);   // "future" | "past" | "causal-mask"
+
+struct MixerInfo {
+  std::string name;            // registry name (ModelConfig::mixer, --mixer)
+  std::string summary;         // one line for `grassaudit mixers`
+  std::string base_name;       // public name summary.json uses: "literal-future" -> "future"
+  std::string reference_twin;  // registry name of the readable reference of the same function;
+                               // empty for entries that are themselves references
+  MixerFamily family = MixerFamily::kGrassmann;
+  MixerPairing pairing = MixerPairing::kPast;
+  bool is_reference = false;   // a slow, readable reference path (for tests and bench)
+};
+
+// Maps mixer names to their description and factory. Every built-in mixer is added by an
+// explicit call in register_builtin_mixers() when instance() is first used (no static
+// registration, so the linker keeps each mixer's translation unit). names() is sorted so
+// error messages are stable.
 class MixerRegistry {
  public:
   static MixerRegistry& instance();
-  void add(const std::string& name, const std::string& summary, TokenMixerFactory factory);
+  // Throws std::logic_error on a duplicate name (a programming error, not bad input).
+  void add(MixerInfo info, TokenMixerFactory factory);
   // Throws InputError listing the valid names when `name` is unknown.
   void check_name(const std::string& name) const;
+  const MixerInfo& info(const std::string& name) const;
   std::shared_ptr<TokenMixerImpl> create(const ModelConfig& cfg, int64_t layer) const;
   std::vector<std::string> names() const;
+  // The non-reference entries: what users train, audit and report.
+  std::vector<std::string> public_names() const;
   std::string summary(const std::string& name) const;
+  // Throws std::logic_error unless every reference_twin names a reference entry of the same
+  // family, pairing and base name, and every reference's base_name is a public entry.
+  void check_consistency() const;
 
  private:
   struct Entry {
-    std::string summary;
+    MixerInfo info;
     TokenMixerFactory factory;
   };
   std::map<std::string, Entry> entries_;
 };
 
-// Adds every built-in mixer. Called once by MixerRegistry::instance(); explicit calls (not
-// static registration) so the linker keeps each mixer's translation unit.
+// Adds every built-in mixer. Called once by MixerRegistry::instance().
 void register_builtin_mixers(MixerRegistry& registry);
 
 }  // namespace grassaudit

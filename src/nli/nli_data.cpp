@@ -10,7 +10,9 @@
 #include "text/data_dir.h"
 #include "text/snli.h"
 #include "train/schedule.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace grassaudit {
 
@@ -91,6 +93,8 @@ NliData load_nli_data(const WordPieceTokenizer& tok, const NliDataOptions& o) {
   const std::string test_path = require_data_file(o.data_dir, "snli/snli_1.0_test.jsonl.gz");
   const SnliData dev = read_snli(dev_path);
   const SnliData test = read_snli(test_path);
+  out.file_sha256["snli/snli_1.0_dev.jsonl.gz"] = sha256_hex(read_file(dev_path));
+  out.file_sha256["snli/snli_1.0_test.jsonl.gz"] = sha256_hex(read_file(test_path));
   out.test = encode_split(tok, test, all_rows(test), "test", "SNLI 1.0 test", o.max_examples, o.max_sentence_tokens);
   if (o.train_file.empty()) {
     out.offline = true;
@@ -109,6 +113,7 @@ NliData load_nli_data(const WordPieceTokenizer& tok, const NliDataOptions& o) {
   } else {
     out.offline = false;
     const SnliData train = read_snli(o.train_file);
+    out.file_sha256[o.train_file] = sha256_hex(read_file(o.train_file));
     out.train = encode_split(tok, train, all_rows(train), "train", o.train_file, o.max_examples,
                              o.max_sentence_tokens);
     out.val = encode_split(tok, dev, all_rows(dev), "val", "SNLI 1.0 dev", o.max_examples, o.max_sentence_tokens);

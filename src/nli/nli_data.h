@@ -15,6 +15,7 @@
 //   standard (--train FILE): train on FILE, select on dev, report on test.
 // In both, pairs whose gold label is "-" are skipped and counted (read_snli).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ struct NliData {
   NliSplit train, val, test;
   std::string protocol;  // one sentence, for config.json / summary.json
   bool offline = true;
+  // SHA-256 of every SNLI file read, by its path as given or relative to the data folder.
+  std::map<std::string, std::string> file_sha256;
 };
 
 struct NliDataOptions {

@@ -7,74 +7,11 @@
 
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "core/pluecker.h"
 #include "util/error.h"
 
 namespace grassaudit {
-
-using nlohmann::json;
-
-void NliConfig::validate() const {
-  auto bad = [](const std::string& what) { throw InputError("NLI model config: " + what); };
-  if (head != "grassmann" && head != "transformer") bad(fmt::format("head must be grassmann or transformer, got '{}'", head));
-  if (full_vocab < 5) bad("full_vocab must be >= 5");
-  if (vocab_rows < 0) bad("vocab_rows must be >= 0");
-  if (max_len < 8) bad("max_len must be >= 8");
-  if (d_model < 1) bad("d_model must be >= 1");
-  if (encoder_layers < 0) bad("encoder_layers must be >= 0");
-  if (heads < 1 || d_model % heads != 0) bad(fmt::format("heads ({}) must divide d_model ({})", heads, d_model));
-  if (d_ff < 1) bad("d_ff must be >= 1");
-  if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
-  if (head_layers < 1) bad("head_layers must be >= 1");
-  if (d_proj < 2 || d_proj % heads != 0 || d_proj / heads < 2)
-    bad(fmt::format("d_proj ({}) must split into {} heads of rank >= 2", d_proj, heads));
-  if (window < 2) bad("window must be >= 2");
-  if (stride != window) bad(fmt::format("stride ({}) must equal window ({}): only non-overlapping windows", stride, window));
-  if (!(eps > 0.0)) bad("eps must be > 0");
-  if (classes < 2) bad("classes must be >= 2");
-}
-
-json to_json(const NliConfig& c) {
-  return json{{"head", c.head},         {"full_vocab", c.full_vocab},
-              {"vocab_rows", c.vocab_rows}, {"max_len", c.max_len},
-              {"d_model", c.d_model},   {"encoder_layers", c.encoder_layers},
-              {"heads", c.heads},       {"d_ff", c.d_ff},
-              {"dropout", c.dropout},   {"head_layers", c.head_layers},
-              {"d_proj", c.d_proj},     {"window", c.window},
-              {"stride", c.stride},     {"eps", c.eps},
-              {"classes", c.classes}};
-}
-
-NliConfig nli_config_from_json(const json& j, NliConfig c) {
-  if (!j.is_object()) throw InputError("NLI model config must be a JSON object");
-  try {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      const std::string& k = it.key();
-      const json& v = it.value();
-      if (k == "head") c.head = v.get<std::string>();
-      else if (k == "full_vocab") c.full_vocab = v.get<int64_t>();
-      else if (k == "vocab_rows") c.vocab_rows = v.get<int64_t>();
-      else if (k == "max_len") c.max_len = v.get<int64_t>();
-      else if (k == "d_model") c.d_model = v.get<int64_t>();
-      else if (k == "encoder_layers") c.encoder_layers = v.get<int64_t>();
-      else if (k == "heads") c.heads = v.get<int64_t>();
-      else if (k == "d_ff") c.d_ff = v.get<int64_t>();
-      else if (k == "dropout") c.dropout = v.get<double>();
-      else if (k == "head_layers") c.head_layers = v.get<int64_t>();
-      else if (k == "d_proj") c.d_proj = v.get<int64_t>();
-      else if (k == "window") c.window = v.get<int64_t>();
-      else if (k == "stride") c.stride = v.get<int64_t>();
-      else if (k == "eps") c.eps = v.get<double>();
-      else if (k == "classes") c.classes = v.get<int64_t>();
-      else throw InputError(fmt::format("NLI model config: unknown key '{}'", k));
-    }
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("NLI model config: wrong value type ({})", e.what()));
-  }
-  return c;
-}
 
 std::pair<torch::Tensor, torch::Tensor> pad_to_multiple(const torch::Tensor& x, const torch::Tensor& mask,
                                                         int64_t multiple) {

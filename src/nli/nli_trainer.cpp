@@ -1,21 +1,16 @@
 #include "nli/nli_trainer.h"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/utils.h>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "core/runtime.h"
 #include "core/checkpoint.h"
@@ -25,11 +20,13 @@
 #include "text/vocab.h"
 #include "text/wordpiece.h"
 #include "train/interrupt.h"
+#include "train/loop.h"
+#include "train/provenance.h"
 #include "train/progress.h"
-#include "train/schedule.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
+#include "util/sha256.h"
 #include "util/jsonl_log.h"
 #include "util/make_dirs.h"
 
@@ -38,48 +35,24 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Position of one seed's training, stored in checkpoints under meta["state"].
+// Position of one seed's training plus its best validation, stored under meta["state"].
 struct SeedState {
-  int64_t epoch = 0;           // 0-based; == epochs when training is done
-  int64_t batch_in_epoch = 0;  // == steps_per_epoch: the epoch's validation is pending
-  int64_t step = 0;
-  int64_t examples_seen = 0;
-  double elapsed = 0;          // wall seconds of this seed, all sessions
-  double train_seconds = 0;
+  LoopState loop;
   std::optional<double> best_val_acc;
-  int64_t best_epoch = 0;      // 1-based epoch of the best validation accuracy
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
+  int64_t best_epoch = 0;  // 1-based epoch of the best validation accuracy
 
   json to_json() const {
-    return json{{"epoch", epoch},
-                {"batch_in_epoch", batch_in_epoch},
-                {"step", step},
-                {"examples_seen", examples_seen},
-                {"elapsed", elapsed},
-                {"train_seconds", train_seconds},
-                {"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)},
-                {"best_epoch", best_epoch},
-                {"steps_per_epoch", steps_per_epoch},
-                {"total_steps", total_steps}};
+    json j{{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}};
+    loop.write_json(j, "examples_seen");
+    return j;
   }
   static SeedState from_json(const json& j, const std::string& where) {
     SeedState s;
+    s.loop = LoopState::read_json(j, "examples_seen", where);
     try {
-      s.epoch = j.at("epoch").get<int64_t>();
-      s.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
-      s.step = j.at("step").get<int64_t>();
-      s.examples_seen = j.at("examples_seen").get<int64_t>();
-      s.elapsed = j.at("elapsed").get<double>();
-      s.train_seconds = j.at("train_seconds").get<double>();
       if (!j.at("best_val_acc").is_null()) s.best_val_acc = j.at("best_val_acc").get<double>();
       s.best_epoch = j.at("best_epoch").get<int64_t>();
-      s.steps_per_epoch = j.at("steps_per_epoch").get<int64_t>();
-      s.total_steps = j.at("total_steps").get<int64_t>();
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
     }
@@ -160,62 +133,6 @@ double sample_std(const std::vector<double>& v) {
 
 // ---------------------------------------------------------------------------------------------
 
-void NliTrainConfig::validate() const {
-  auto bad = [](const std::string& what) { throw InputError(what); };
-  if (epochs < 1) bad(fmt::format("--epochs must be >= 1, got {}", epochs));
-  if (batch < 1) bad(fmt::format("--batch must be >= 1, got {}", batch));
-  if (!(lr > 0) || !std::isfinite(lr)) bad(fmt::format("--lr must be > 0, got {}", lr));
-  if (!(weight_decay >= 0)) bad("weight_decay must be >= 0");
-  if (!(warmup_fraction >= 0 && warmup_fraction < 1)) bad("warmup_fraction must be in [0, 1)");
-  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) bad("min_lr_ratio must be in [0, 1]");
-  if (!(clip >= 0)) bad("clip must be >= 0");
-  if (log_every < 1) bad("log_every must be >= 1");
-  if (eval_batch < 1) bad("eval_batch must be >= 1");
-  if (!(holdout > 0 && holdout < 1)) bad("holdout must be in (0, 1)");
-  if (max_examples < 0) bad(fmt::format("--max-examples must be >= 0, got {}", max_examples));
-  if (max_sentence_tokens < 1) bad("max_sentence_tokens must be >= 1");
-}
-
-json to_json(const NliTrainConfig& c) {
-  return json{{"epochs", c.epochs},         {"batch", c.batch},
-              {"lr", c.lr},                 {"beta1", c.beta1},
-              {"beta2", c.beta2},           {"adam_eps", c.adam_eps},
-              {"weight_decay", c.weight_decay}, {"warmup_fraction", c.warmup_fraction},
-              {"min_lr_ratio", c.min_lr_ratio}, {"clip", c.clip},
-              {"log_every", c.log_every},   {"eval_batch", c.eval_batch},
-              {"holdout", c.holdout},       {"max_examples", c.max_examples},
-              {"max_sentence_tokens", c.max_sentence_tokens}};
-}
-
-NliTrainConfig nli_train_config_from_json(const json& j, NliTrainConfig c) {
-  if (!j.is_object()) throw InputError("NLI train config must be a JSON object");
-  try {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      const std::string& k = it.key();
-      const json& v = it.value();
-      if (k == "epochs") c.epochs = v.get<int64_t>();
-      else if (k == "batch") c.batch = v.get<int64_t>();
-      else if (k == "lr") c.lr = v.get<double>();
-      else if (k == "beta1") c.beta1 = v.get<double>();
-      else if (k == "beta2") c.beta2 = v.get<double>();
-      else if (k == "adam_eps") c.adam_eps = v.get<double>();
-      else if (k == "weight_decay") c.weight_decay = v.get<double>();
-      else if (k == "warmup_fraction") c.warmup_fraction = v.get<double>();
-      else if (k == "min_lr_ratio") c.min_lr_ratio = v.get<double>();
-      else if (k == "clip") c.clip = v.get<double>();
-      else if (k == "log_every") c.log_every = v.get<int64_t>();
-      else if (k == "eval_batch") c.eval_batch = v.get<int64_t>();
-      else if (k == "holdout") c.holdout = v.get<double>();
-      else if (k == "max_examples") c.max_examples = v.get<int64_t>();
-      else if (k == "max_sentence_tokens") c.max_sentence_tokens = v.get<int64_t>();
-      else throw InputError(fmt::format("NLI train config: unknown key '{}'", k));
-    }
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("NLI train config: wrong value type ({})", e.what()));
-  }
-  return c;
-}
-
 int64_t nli_parameter_count(const NliConfig& config, int64_t* head_params) {
   CpuRngGuard keep;  // building the model draws initial weights
   NliModel m(config, at::Tensor());
@@ -236,328 +153,343 @@ std::string nli_features_description(const NliConfig& c, bool offline) {
       offline ? "dev (90%)" : "train", c.d_model, layers);
 }
 
-NliOutcome run_nli_training(const NliTrainRequest& req) {
-  const bool resuming = !req.resume.empty();
 
-  NliConfig mcfg = req.model;
-  NliTrainConfig tcfg = req.train;
-  std::vector<uint64_t> seeds = req.seeds;
-  std::string train_file = req.train_file;
+namespace {
+
+// Configs, seeds and position: from the request, or from the checkpoint being resumed.
+struct NliRun {
+  bool resuming = false;
+  NliConfig model;
+  NliTrainConfig train;
+  std::vector<uint64_t> seeds;
+  std::string train_file;
   std::vector<SeedResult> completed;
-  std::optional<LoadedNliCheckpoint> ck;
+  std::optional<LoadedNliCheckpoint> checkpoint;
   uint64_t resume_seed = 0;
   SeedState resume_state;
-  if (resuming) {
-    ck = load_nli_checkpoint(req.resume);
-    const json& m = ck->meta;
+
+  bool is_done(uint64_t s) const {
+    for (const auto& r : completed)
+      if (r.seed == s) return true;
+    return false;
+  }
+};
+
+NliRun resolve_nli_run(const NliTrainRequest& req) {
+  NliRun r;
+  r.resuming = !req.resume.empty();
+  r.model = req.model;
+  r.train = req.train;
+  r.seeds = req.seeds;
+  r.train_file = req.train_file;
+  if (r.resuming) {
+    r.checkpoint = load_nli_checkpoint(req.resume);
+    const json& m = r.checkpoint->meta;
     if (!m.contains("train") || !m.contains("state") || !m.contains("seeds") || !m.contains("seed"))
       throw InputError(fmt::format("{}: not a train-nli training checkpoint (no train config or state)", req.resume));
     try {
-      mcfg = ck->config;
-      tcfg = nli_train_config_from_json(m["train"]);
-      seeds = m["seeds"].get<std::vector<uint64_t>>();
-      resume_seed = m["seed"].get<uint64_t>();
-      train_file = m.value("train_file", std::string());
-      for (const auto& r : m.value("completed", json::array())) completed.push_back(SeedResult::from_json(r));
+      r.model = r.checkpoint->config;
+      r.train = nli_train_config_from_json(m["train"]);
+      r.seeds = m["seeds"].get<std::vector<uint64_t>>();
+      r.resume_seed = m["seed"].get<uint64_t>();
+      r.train_file = m.value("train_file", std::string());
+      for (const auto& c : m.value("completed", json::array())) r.completed.push_back(SeedResult::from_json(c));
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: checkpoint meta is incomplete ({})", req.resume, e.what()));
     }
-    resume_state = SeedState::from_json(m["state"], req.resume);
+    r.resume_state = SeedState::from_json(m["state"], req.resume);
   }
-  tcfg.validate();
-  if (seeds.empty()) throw InputError("no seeds given");
+  r.train.validate();
+  if (r.seeds.empty()) throw InputError("no seeds given");
+  return r;
+}
 
-  // Tokenizer and data.
+// The data, the id -> row map and the step counts every seed shares.
+struct NliPrepared {
+  NliData data;
+  at::Tensor vocab_map;
+  int64_t rows = 0, n_train = 0, steps_per_epoch = 0, total_steps = 0, warmup = 0;
+};
+
+NliPrepared load_nli(const NliTrainRequest& req, NliRun& run) {
   const std::string vocab_path = nli_vocab_path(req.data_dir);
-  WordPieceTokenizer tok(Vocab::load_bert(vocab_path));
+  const std::string vocab_bytes = read_file(vocab_path);
+  WordPieceTokenizer tok(Vocab::parse_bert(vocab_bytes, vocab_path));
   NliDataOptions dopt;
   dopt.data_dir = req.data_dir;
-  dopt.train_file = train_file;
-  dopt.holdout = tcfg.holdout;
-  dopt.max_examples = tcfg.max_examples;
-  dopt.max_sentence_tokens = tcfg.max_sentence_tokens;
-  const NliData data = load_nli_data(tok, dopt);
+  dopt.train_file = run.train_file;
+  dopt.holdout = run.train.holdout;
+  dopt.max_examples = run.train.max_examples;
+  dopt.max_sentence_tokens = run.train.max_sentence_tokens;
+  NliPrepared p;
+  p.data = load_nli_data(tok, dopt);
+  p.data.file_sha256["bert-base-uncased/vocab.txt"] = sha256_hex(vocab_bytes);
   std::cerr << runtime_banner();  // after the data: a missing file is reported as one line
-  int64_t rows = 0;
-  const at::Tensor vocab_map = build_vocab_map(tok.vocab(), data.train.examples, &rows);
-  if (resuming) {
-    if (mcfg.vocab_rows != rows || mcfg.full_vocab != tok.vocab().size())
-      throw InputError(fmt::format("{}: the training data differ from the checkpoint's ({} embedding rows now, {} then)",
-                                   req.resume, rows, mcfg.vocab_rows));
-  }
-  mcfg.full_vocab = tok.vocab().size();
-  mcfg.vocab_rows = rows;
-  mcfg.max_len = std::max<int64_t>(
-      mcfg.max_len, (2 * tcfg.max_sentence_tokens + 3 + mcfg.window - 1) / mcfg.window * mcfg.window);
-  mcfg.validate();
-  const int64_t n_train = static_cast<int64_t>(data.train.examples.size());
-  const int64_t B = tcfg.batch;
-  const int64_t spe = (n_train + B - 1) / B;
-  const int64_t total_steps = spe * tcfg.epochs;
-  const int64_t warmup = static_cast<int64_t>(std::llround(tcfg.warmup_fraction * static_cast<double>(total_steps)));
-  if (resuming && (resume_state.steps_per_epoch != spe || resume_state.total_steps != total_steps))
+  p.vocab_map = build_vocab_map(tok.vocab(), p.data.train.examples, &p.rows);
+  NliConfig& m = run.model;
+  if (run.resuming && (m.vocab_rows != p.rows || m.full_vocab != tok.vocab().size()))
+    throw InputError(fmt::format("{}: the training data differ from the checkpoint's ({} embedding rows now, {} then)",
+                                 req.resume, p.rows, m.vocab_rows));
+  m.full_vocab = tok.vocab().size();
+  m.vocab_rows = p.rows;
+  m.max_len = std::max<int64_t>(m.max_len,
+                                (2 * run.train.max_sentence_tokens + 3 + m.window - 1) / m.window * m.window);
+  m.validate();
+  p.n_train = static_cast<int64_t>(p.data.train.examples.size());
+  p.steps_per_epoch = (p.n_train + run.train.batch - 1) / run.train.batch;
+  p.total_steps = p.steps_per_epoch * run.train.epochs;
+  p.warmup = static_cast<int64_t>(std::llround(run.train.warmup_fraction * static_cast<double>(p.total_steps)));
+  const LoopState& rs = run.resume_state.loop;
+  if (run.resuming && (rs.steps_per_epoch != p.steps_per_epoch || rs.total_steps != p.total_steps))
     throw InputError(fmt::format("{}: the training data differ from the checkpoint's ({} steps per epoch now, {} then)",
-                                 req.resume, spe, resume_state.steps_per_epoch));
+                                 req.resume, p.steps_per_epoch, rs.steps_per_epoch));
+  return p;
+}
 
-  // Output folder.
-  const std::string out = req.out_dir;
-  make_dirs(out);
-  make_dirs(out + "/checkpoints");
-  for (const auto& dir : {out, out + "/checkpoints"})  // partial files of a killed run
+struct NliPaths {
+  std::string out, last;
+  std::string metrics(uint64_t s) const { return fmt::format("{}/metrics-seed{}.jsonl", out, s); }
+  std::string best(uint64_t s) const { return fmt::format("{}/checkpoints/best-seed{}.ckpt", out, s); }
+};
+
+NliPaths prepare_nli_out_dir(const NliTrainRequest& req, const NliRun& run) {
+  NliPaths p{req.out_dir, req.out_dir + "/checkpoints/last.ckpt"};
+  make_dirs(p.out);
+  make_dirs(p.out + "/checkpoints");
+  for (const auto& dir : {p.out, p.out + "/checkpoints"})  // partial files of a killed run
     for (const auto& stale : remove_stale_temp_files(dir))
       std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
-  const std::string last_path = out + "/checkpoints/last.ckpt";
-  auto metrics_path = [&](uint64_t s) { return fmt::format("{}/metrics-seed{}.jsonl", out, s); };
-  auto best_path = [&](uint64_t s) { return fmt::format("{}/checkpoints/best-seed{}.ckpt", out, s); };
-  if (!resuming) {
-    bool taken = fs::exists(last_path) || fs::exists(out + "/summary.json");
-    for (uint64_t s : seeds) taken = taken || fs::exists(metrics_path(s));
+  if (!run.resuming) {
+    bool taken = fs::exists(p.last) || fs::exists(p.out + "/summary.json");
+    for (uint64_t s : run.seeds) taken = taken || fs::exists(p.metrics(s));
     if (taken)
       throw InputError(fmt::format("{} already holds a run (summary.json, metrics or checkpoints/last.ckpt); choose "
                                    "another --out, or continue it with --resume {}",
-                                   out, last_path));
+                                   p.out, p.last));
   }
+  return p;
+}
 
-  const std::string features = nli_features_description(mcfg, data.offline);
-  int64_t head_params = 0;
-  const int64_t params = nli_parameter_count(mcfg, &head_params);
-  NliConfig other = mcfg;
-  other.head = mcfg.head == "grassmann" ? "transformer" : "grassmann";
+struct NliCounts {
+  std::string features;
+  int64_t params = 0, head_params = 0;
+};
+
+// Prints and saves the resolved config, and the parameter counts of both heads side by side.
+NliCounts record_nli_config(const NliRun& run, const NliPrepared& p, const NliPaths& paths) {
+  const NliConfig& m = run.model;
+  const NliTrainConfig& t = run.train;
+  NliCounts c;
+  c.features = nli_features_description(m, p.data.offline);
+  c.params = nli_parameter_count(m, &c.head_params);
+  NliConfig other = m;
+  other.head = m.head == "grassmann" ? "transformer" : "grassmann";
   int64_t other_head_params = 0;
   const int64_t other_params = nli_parameter_count(other, &other_head_params);
-  const json resolved{{"model", to_json(mcfg)},
-                      {"train", to_json(tcfg)},
-                      {"seeds", seeds},
-                      {"protocol", data.protocol},
-                      {"features", features},
-                      {"train_file", train_file},
-                      {"data", {{"train", data.train.source}, {"val", data.val.source}, {"test", data.test.source},
-                                {"train_pairs", n_train}, {"val_pairs", data.val.examples.size()},
-                                {"test_pairs", data.test.examples.size()},
-                                {"truncated_pairs", data.train.truncated + data.val.truncated + data.test.truncated}}}};
-  write_file_atomic(out + "/config.json", resolved.dump(2) + "\n");
+  const NliData& d = p.data;
+  const json resolved{{"model", to_json(m)},
+                      {"train", to_json(t)},
+                      {"seeds", run.seeds},
+                      {"protocol", d.protocol},
+                      {"features", c.features},
+                      {"train_file", run.train_file},
+                      {"data", {{"train", d.train.source}, {"val", d.val.source}, {"test", d.test.source},
+                                {"train_pairs", p.n_train}, {"val_pairs", d.val.examples.size()},
+                                {"test_pairs", d.test.examples.size()},
+                                {"truncated_pairs", d.train.truncated + d.val.truncated + d.test.truncated}}}};
+  write_file_atomic(paths.out + "/config.json", resolved.dump(2) + "\n");
   std::cout << "resolved config:\n" << resolved.dump(2) << std::endl;
   std::cerr << fmt::format(
       "SNLI, {} head: {} parameters = head {} + shared encoder {} ({} embedding rows of {} WordPiece ids); the {} "
       "head with the same settings: {} = head {} + the same encoder\n"
       "protocol: {}\n{} train / {} val / {} test pairs, batch {}, {} steps per epoch, {} epochs, seeds {}\n",
-      mcfg.head, format_count(params), format_count(head_params), format_count(params - head_params),
-      format_count(rows), format_count(mcfg.full_vocab), other.head, format_count(other_params),
-      format_count(other_head_params), data.protocol, format_count(n_train), format_count(data.val.examples.size()),
-      format_count(data.test.examples.size()), B, format_count(spe), tcfg.epochs, json(seeds).dump());
+      m.head, format_count(c.params), format_count(c.head_params), format_count(c.params - c.head_params),
+      format_count(p.rows), format_count(m.full_vocab), other.head, format_count(other_params),
+      format_count(other_head_params), d.protocol, format_count(p.n_train), format_count(d.val.examples.size()),
+      format_count(d.test.examples.size()), t.batch, format_count(p.steps_per_epoch), t.epochs, json(run.seeds).dump());
+  return c;
+}
 
-  InterruptGuard interrupt_guard;
-  NliOutcome outcome;
-  outcome.out_dir = out;
+// One seed's training as a task of the shared loop: length-bucketed batches, 3-way
+// cross-entropy, validation accuracy per epoch, best-seed checkpoints.
+class NliSeedTask : public TrainingTask {
+ public:
+  NliSeedTask(NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed, NliModel model,
+              SeedState& state, torch::optim::AdamW& optimizer, JsonlLog& metrics, Progress& progress)
+      : run_(run), p_(p), paths_(paths), seed_(seed), model_(std::move(model)), st_(state), optimizer_(optimizer),
+        metrics_(metrics), progress_(progress), clock_(state.loop.elapsed) {}
 
-  auto is_done = [&](uint64_t s) {
-    for (const auto& r : completed)
-      if (r.seed == s) return true;
-    return false;
-  };
-  bool first_session_seed = true;
-  for (uint64_t seed : seeds) {
-    if (is_done(seed)) continue;
-    const bool resume_this = resuming && first_session_seed && seed == resume_seed;
-    if (resuming && first_session_seed && seed != resume_seed && !is_done(resume_seed))
-      throw InputError(fmt::format("{}: checkpoint is for seed {}, but seed {} comes first and is not done", req.resume,
-                                   resume_seed, seed));
-    first_session_seed = false;
-    const auto seed_start = Clock::now();
-
-    // Model, optimizer, state.
-    SeedState st;
-    NliModel model{nullptr};
-    if (resume_this) {
-      model = ck->model;
-      st = resume_state;
-    } else {
-      torch::manual_seed(seed);
-      model = NliModel(mcfg, vocab_map);
-      st.steps_per_epoch = spe;
-      st.total_steps = total_steps;
-    }
-    model->train();
-    std::vector<at::Tensor> decay, no_decay;
-    for (const auto& kv : model->named_parameters())
-      (kv.value().dim() >= 2 ? decay : no_decay).push_back(kv.value());
-    auto options = [&](double wd) {
-      return std::make_unique<torch::optim::AdamWOptions>(
-          torch::optim::AdamWOptions(tcfg.lr).betas({tcfg.beta1, tcfg.beta2}).eps(tcfg.adam_eps).weight_decay(wd));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, options(tcfg.weight_decay));
-    groups.emplace_back(no_decay, options(0.0));
-    torch::optim::AdamW optimizer(groups, *options(tcfg.weight_decay));
-    if (resume_this) load_nli_optimizer_and_rng(req.resume, optimizer);
-
-    if (resume_this) truncate_metrics_after(metrics_path(seed), st.step);
-    JsonlLog metrics(metrics_path(seed), /*append=*/resume_this);
-    const double elapsed_before = st.elapsed;
-    const double train_seconds_before = st.train_seconds;
-    auto now_elapsed = [&] { return elapsed_before + seconds_since(seed_start); };
-    auto epoch_float = [&] { return static_cast<double>(st.epoch) + static_cast<double>(st.batch_in_epoch) / spe; };
-    auto meta = [&] {
-      st.elapsed = now_elapsed();
-      json done = json::array();
-      for (const auto& r : completed) done.push_back(r.to_json());
-      return json{{"train", to_json(tcfg)}, {"seeds", seeds},       {"seed", seed},
-                  {"state", st.to_json()},  {"completed", done},    {"train_file", train_file},
-                  {"protocol", data.protocol}};
-    };
-    auto save_last = [&] {
-      if (!all_finite(*model))
-        throw std::runtime_error(fmt::format("seed {}: the weights after step {} are not finite; not saving them",
-                                             seed, st.step));
-      save_nli_checkpoint(last_path, model, &optimizer, meta());
-    };
-    std::cerr << fmt::format("seed {}: {}\n", seed,
-                             resume_this ? fmt::format("resuming {} at step {} (epoch {}, batch {} of {})", req.resume,
-                                                       st.step, st.epoch + 1, st.batch_in_epoch, spe)
-                                         : std::string("new model"));
-
-    Progress progress(total_steps, tcfg.log_every, req.plain_progress);
-    auto validate = [&]() -> bool {
-      progress.break_line();
-      auto r = evaluate(model, data.val.examples, tcfg.eval_batch, mcfg.window);
-      if (!r) return false;
-      const int64_t epoch1 = st.epoch + 1;
-      metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", epoch1}, {"step", st.step}, {"split", "val"},
-                         {"accuracy", r->accuracy}, {"loss", r->loss}, {"examples", r->examples},
-                         {"elapsed", now_elapsed()}});
-      const bool best = !st.best_val_acc || r->accuracy > *st.best_val_acc;
-      std::cerr << fmt::format("seed {} epoch {}: val accuracy {:.4f} (loss {:.4f}){}\n", seed, epoch1, r->accuracy,
-                               r->loss, best ? ", best so far" : "");
-      if (best) {
-        st.best_val_acc = r->accuracy;
-        st.best_epoch = epoch1;
-        save_nli_checkpoint(best_path(seed), model, &optimizer, meta());
-      }
-      return true;
-    };
-
-    // ---- training loop ----
-    bool interrupted = false;
-    std::vector<std::vector<int64_t>> order;
-    int64_t order_epoch = -1;
-    double window_loss = 0, window_seconds = 0, recent_step = 0;
-    int64_t window_steps = 0, window_examples = 0, window_tokens = 0;
-    double session_train_seconds = 0;
-    while (st.epoch < tcfg.epochs && !interrupted) {
-      if (order_epoch != st.epoch) {
-        order = epoch_batches(data.train.examples, B, seed, st.epoch);
-        if (static_cast<int64_t>(order.size()) != spe) throw std::logic_error("epoch_batches: wrong batch count");
-        order_epoch = st.epoch;
-      }
-      while (st.batch_in_epoch < spe) {
-        if (interrupt_requested()) {
-          interrupted = true;
-          break;
-        }
-        const auto t0 = Clock::now();
-        const auto& rows_of_batch = order[static_cast<size_t>(st.batch_in_epoch)];
-        const int64_t n = static_cast<int64_t>(rows_of_batch.size());
-        auto b = make_nli_batch(data.train.examples, rows_of_batch.data(), n, mcfg.window);
-        const double lr = lr_at(st.step, total_steps, warmup, tcfg.lr, tcfg.min_lr_ratio);
-        for (auto& group : optimizer.param_groups())
-          static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-        optimizer.zero_grad();
-        auto logits = model->forward(b.ids, b.segments, b.mask);
-        auto loss = at::cross_entropy_loss(logits, b.labels);
-        loss.backward();
-        if (tcfg.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), tcfg.clip);
-        optimizer.step();
-        const double loss_value = loss.item<double>();
-        const double dt = seconds_since(t0);
-        if (!std::isfinite(loss_value))
-          throw std::runtime_error(fmt::format(  // steps counted from 1, as in the metrics file
-              "training loss is {} at step {} (seed {}); stopped without saving; lower --lr (now {:.3g})",
-              std::isnan(loss_value) ? "nan" : (loss_value > 0 ? "inf" : "-inf"), st.step + 1, seed, lr));
-        const int64_t tokens = b.mask.sum().item<int64_t>();
-        ++st.step;
-        ++st.batch_in_epoch;
-        st.examples_seen += n;
-        session_train_seconds += dt;
-        st.train_seconds = train_seconds_before + session_train_seconds;
-        window_loss += loss_value;
-        ++window_steps;
-        window_examples += n;
-        window_tokens += tokens;
-        window_seconds += dt;
-        recent_step = recent_step == 0 ? dt : 0.9 * recent_step + 0.1 * dt;
-        if (st.step % tcfg.log_every == 0 || st.batch_in_epoch == spe) {
-          metrics.write_record(json{{"type", "train"},
-                             {"seed", seed},
-                             {"step", st.step},
-                             {"epoch", epoch_float()},
-                             {"loss", window_loss / static_cast<double>(window_steps)},
-                             {"lr", lr},
-                             {"examples_per_second", window_examples / std::max(window_seconds, 1e-9)},
-                             {"tokens_per_second", window_tokens / std::max(window_seconds, 1e-9)},
-                             {"elapsed", now_elapsed()}});
-          window_loss = window_seconds = 0;
-          window_steps = window_examples = window_tokens = 0;
-        }
-        const double eta = static_cast<double>(total_steps - st.step) * recent_step;
-        progress.update(st.step, epoch_float(), loss_value, lr, static_cast<double>(tokens) / std::max(dt, 1e-9), eta);
-      }
-      if (interrupted) break;
-      if (!validate()) {
-        interrupted = true;
-        break;
-      }
-      ++st.epoch;
-      st.batch_in_epoch = 0;
-      save_last();
-    }
-    progress.break_line();
-    if (interrupted) {
-      save_last();
-      std::cerr << fmt::format(
-          "grassaudit train-nli: stopped by signal {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
-          "  continue with: grassaudit train-nli --resume {}\n",
-          interrupt_signal(), seed, st.step, epoch_float(), last_path, last_path);
-      outcome.interrupted = true;
-      return outcome;
-    }
-
-    // ---- test on the best-validation weights ----
-    NliModel best = fs::exists(best_path(seed)) ? load_nli_checkpoint(best_path(seed)).model : model;
-    auto tr = evaluate(best, data.test.examples, tcfg.eval_batch, mcfg.window);
-    if (!tr) {
-      save_last();
-      std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the test evaluation of seed {}; "
-                               "continue with: grassaudit train-nli --resume {}\n",
-                               interrupt_signal(), seed, last_path);
-      outcome.interrupted = true;
-      return outcome;
-    }
-    metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.step},
-                       {"split", "test"}, {"accuracy", tr->accuracy}, {"loss", tr->loss},
-                       {"examples", tr->examples}, {"elapsed", now_elapsed()}});
-    SeedResult res;
-    res.seed = seed;
-    res.val_acc = st.best_val_acc.value_or(0.0);
-    res.test_acc = tr->accuracy;
-    res.test_loss = tr->loss;
-    res.best_epoch = st.best_epoch;
-    res.steps = st.step;
-    res.wall_seconds = now_elapsed();
-    res.train_seconds = st.train_seconds;
-    completed.push_back(res);
-    save_last();  // records the result, so a resume skips this seed
-    std::cout << fmt::format("seed {}: best val accuracy {:.4f} (epoch {}), test accuracy {:.4f}, {} ({:.0f} s)\n",
-                             seed, res.val_acc, res.best_epoch, res.test_acc, format_duration(res.wall_seconds),
-                             res.wall_seconds);
+  void begin_epoch(int64_t epoch) override {
+    order_ = epoch_batches(p_.data.train.examples, run_.train.batch, seed_, epoch);
+    if (static_cast<int64_t>(order_.size()) != st_.loop.steps_per_epoch)
+      throw std::logic_error("epoch_batches: wrong batch count");
   }
 
-  // ---- summary over seeds, in the order given ----
+  StepLoss step_loss(int64_t index) override {
+    const auto& rows = order_[static_cast<size_t>(index)];
+    const int64_t n = static_cast<int64_t>(rows.size());
+    auto b = make_nli_batch(p_.data.train.examples, rows.data(), n, run_.model.window);
+    auto logits = model_->forward(b.ids, b.segments, b.mask);  // [n, 3]
+    return StepLoss{at::cross_entropy_loss(logits, b.labels), n, b.mask.sum().item<int64_t>()};
+  }
+
+  bool validate() override {
+    progress_.break_line();
+    auto r = evaluate(model_, p_.data.val.examples, run_.train.eval_batch, run_.model.window);
+    if (!r) return false;
+    const int64_t epoch1 = st_.loop.epoch + 1;
+    metrics_.write_record(json{{"type", "eval"}, {"seed", seed_}, {"epoch", epoch1}, {"step", st_.loop.step},
+                               {"split", "val"}, {"accuracy", r->accuracy}, {"loss", r->loss},
+                               {"examples", r->examples}, {"elapsed", clock_.elapsed()}});
+    const bool best = !st_.best_val_acc || r->accuracy > *st_.best_val_acc;
+    std::cerr << fmt::format("seed {} epoch {}: val accuracy {:.4f} (loss {:.4f}){}\n", seed_, epoch1, r->accuracy,
+                             r->loss, best ? ", best so far" : "");
+    if (best) {
+      st_.best_val_acc = r->accuracy;
+      st_.best_epoch = epoch1;
+      save_nli_checkpoint(paths_.best(seed_), model_, &optimizer_, meta());
+    }
+    return true;
+  }
+
+  json train_record(const LogWindow& w, double lr) override {
+    return json{{"type", "train"},
+                {"seed", seed_},
+                {"step", st_.loop.step},
+                {"epoch", st_.loop.epoch_float()},
+                {"loss", w.mean_loss()},
+                {"lr", lr},
+                {"examples_per_second", w.units_per_second()},
+                {"tokens_per_second", w.tokens_per_second()},
+                {"elapsed", clock_.elapsed()}};
+  }
+
+  void save_last() override {
+    if (!all_finite(*model_))
+      throw std::runtime_error(
+          fmt::format("seed {}: the weights after step {} are not finite; not saving them", seed_, st_.loop.step));
+    save_nli_checkpoint(paths_.last, model_, &optimizer_, meta());
+  }
+
+  [[noreturn]] void diverged(int64_t failed, double loss, double lr) override {
+    throw std::runtime_error(fmt::format(  // steps counted from 1, as in the metrics file
+        "training loss is {} at step {} (seed {}); stopped without saving; lower --lr (now {:.3g})",
+        non_finite_name(loss), failed, seed_, lr));
+  }
+
+  NliModel& model() { return model_; }
+  const RunClock& clock() const { return clock_; }
+
+ private:
+  json meta() {
+    st_.loop.elapsed = clock_.elapsed();
+    json done = json::array();
+    for (const auto& r : run_.completed) done.push_back(r.to_json());
+    return json{{"train", to_json(run_.train)}, {"seeds", run_.seeds},    {"seed", seed_},
+                {"state", st_.to_json()},       {"completed", done},      {"train_file", run_.train_file},
+                {"protocol", p_.data.protocol}};
+  }
+
+  NliRun& run_;
+  const NliPrepared& p_;
+  const NliPaths& paths_;
+  uint64_t seed_;
+  NliModel model_;
+  SeedState& st_;
+  torch::optim::AdamW& optimizer_;
+  JsonlLog& metrics_;
+  Progress& progress_;
+  RunClock clock_;
+  std::vector<std::vector<int64_t>> order_;
+};
+
+// Trains one seed (fresh or resumed), tests its best-validation weights and appends the result to
+// run.completed. False when a signal stopped it (last.ckpt saved, message printed).
+bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed,
+                bool resume_this) {
+  const NliTrainConfig& t = run.train;
+  SeedState st;
+  NliModel model{nullptr};
+  if (resume_this) {
+    model = run.checkpoint->model;
+    st = run.resume_state;
+  } else {
+    torch::manual_seed(seed);
+    model = NliModel(run.model, p.vocab_map);
+    st.loop.steps_per_epoch = p.steps_per_epoch;
+    st.loop.total_steps = p.total_steps;
+  }
+  model->train();
+  auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
+  if (resume_this) load_nli_optimizer_and_rng(req.resume, *optimizer);
+  if (resume_this) truncate_metrics_after(paths.metrics(seed), st.loop.step);
+  JsonlLog metrics(paths.metrics(seed), /*append=*/resume_this);
+  std::cerr << fmt::format("seed {}: {}\n", seed,
+                           resume_this ? fmt::format("resuming {} at step {} (epoch {}, batch {} of {})", req.resume,
+                                                     st.loop.step, st.loop.epoch + 1, st.loop.batch_in_epoch,
+                                                     p.steps_per_epoch)
+                                       : std::string("new model"));
+  Progress progress(p.total_steps, t.log_every, req.plain_progress);
+  NliSeedTask task(run, p, paths, seed, model, st, *optimizer, metrics, progress);
+  LoopSettings loop;
+  loop.epochs = t.epochs;
+  loop.warmup_steps = p.warmup;
+  loop.lr = t.lr;
+  loop.min_lr_ratio = t.min_lr_ratio;
+  loop.clip = t.clip;
+  loop.log_every = t.log_every;
+  loop.last_step = p.total_steps;
+  const LoopEnd end = run_training_loop(loop, task, *model, *optimizer, st.loop, metrics, progress);
+  progress.break_line();
+  if (end == LoopEnd::kInterrupted) {
+    task.save_last();
+    std::cerr << fmt::format(
+        "grassaudit train-nli: stopped by signal {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
+        "  continue with: grassaudit train-nli --resume {}\n",
+        interrupt_signal(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
+    return false;
+  }
+
+  // ---- test on the best-validation weights ----
+  NliModel best = fs::exists(paths.best(seed)) ? load_nli_checkpoint(paths.best(seed)).model : task.model();
+  auto tr = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
+  if (!tr) {
+    task.save_last();
+    std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the test evaluation of seed {}; "
+                             "continue with: grassaudit train-nli --resume {}\n",
+                             interrupt_signal(), seed, paths.last);
+    return false;
+  }
+  const double elapsed = task.clock().elapsed();
+  metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.loop.step},
+                            {"split", "test"}, {"accuracy", tr->accuracy}, {"loss", tr->loss},
+                            {"examples", tr->examples}, {"elapsed", elapsed}});
+  SeedResult res;
+  res.seed = seed;
+  res.val_acc = st.best_val_acc.value_or(0.0);
+  res.test_acc = tr->accuracy;
+  res.test_loss = tr->loss;
+  res.best_epoch = st.best_epoch;
+  res.steps = st.loop.step;
+  res.wall_seconds = elapsed;
+  res.train_seconds = st.loop.train_seconds;
+  run.completed.push_back(res);
+  task.save_last();  // records the result, so a resume skips this seed
+  std::cout << fmt::format("seed {}: best val accuracy {:.4f} (epoch {}), test accuracy {:.4f}, {} ({:.0f} s)\n", seed,
+                           res.val_acc, res.best_epoch, res.test_acc, format_duration(res.wall_seconds),
+                           res.wall_seconds);
+  return true;
+}
+
+// summary.json over the seeds, in the order given; and the one-line result.
+void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& paths, const NliCounts& counts) {
+  const NliConfig& m = run.model;
   std::vector<double> val, test, walls;
   std::vector<uint64_t> done_seeds;
   std::vector<int64_t> best_epochs;
   double wall = 0, train_seconds = 0;
-  for (uint64_t s : seeds)
-    for (const auto& r : completed)
+  for (uint64_t s : run.seeds)
+    for (const auto& r : run.completed)
       if (r.seed == s) {
         done_seeds.push_back(s);
         val.push_back(r.val_acc);
@@ -567,16 +499,11 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
         wall += r.wall_seconds;
         train_seconds += r.train_seconds;
       }
-  const std::string run_name = [&] {
-    std::string n = fs::path(out).lexically_normal().filename().string();
-    if (n.empty() || n == ".") n = fs::absolute(out).lexically_normal().parent_path().filename().string();
-    return n;
-  }();
-  json summary{{"run", run_name},
+  json summary{{"run", run_name_of(paths.out)},
                {"task", "snli"},
-               {"head", mcfg.head},
-               {"features", features},
-               {"protocol", data.protocol},
+               {"head", m.head},
+               {"features", counts.features},
+               {"protocol", p.data.protocol},
                {"seeds", done_seeds},
                {"val_acc", val},
                {"test_acc", test},
@@ -585,40 +512,67 @@ NliOutcome run_nli_training(const NliTrainRequest& req) {
                {"test_acc_mean", mean_of(test)},
                {"test_acc_std", sample_std(test)},
                {"best_epochs", best_epochs},
-               {"params", params},
-               {"head_params", head_params},
-               {"encoder_params", params - head_params},
-               {"embedding_rows", rows},
-               {"epochs", tcfg.epochs},
-               {"batch", tcfg.batch},
-               {"lr", tcfg.lr},
-               {"d_model", mcfg.d_model},
-               {"head_layers", mcfg.head_layers},
-               {"encoder_layers", mcfg.encoder_layers},
-               {"heads", mcfg.heads},
-               {"d_ff", mcfg.d_ff},
-               {"dropout", mcfg.dropout},
-               {"max_sentence_tokens", tcfg.max_sentence_tokens},
-               {"train_pairs", n_train},
-               {"val_pairs", data.val.examples.size()},
-               {"test_pairs", data.test.examples.size()},
+               {"params", counts.params},
+               {"head_params", counts.head_params},
+               {"encoder_params", counts.params - counts.head_params},
+               {"embedding_rows", p.rows},
+               {"epochs", run.train.epochs},
+               {"batch", run.train.batch},
+               {"lr", run.train.lr},
+               {"d_model", m.d_model},
+               {"head_layers", m.head_layers},
+               {"encoder_layers", m.encoder_layers},
+               {"heads", m.heads},
+               {"d_ff", m.d_ff},
+               {"dropout", m.dropout},
+               {"max_sentence_tokens", run.train.max_sentence_tokens},
+               {"train_pairs", p.n_train},
+               {"val_pairs", p.data.val.examples.size()},
+               {"test_pairs", p.data.test.examples.size()},
                {"wall_seconds", wall},
                {"wall_seconds_per_seed", walls},
                {"train_seconds", train_seconds},
                {"threads", at::get_num_threads()},
-               {"blas", blas_in_use()}};
-  if (mcfg.head == "grassmann") {
-    summary["d_proj"] = mcfg.d_proj;
-    summary["window"] = mcfg.window;
-    summary["stride"] = mcfg.stride;
+               {"blas", blas_in_use()},
+               {"provenance", run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", 1})}};
+  if (m.head == "grassmann") {
+    summary["d_proj"] = m.d_proj;
+    summary["window"] = m.window;
+    summary["stride"] = m.stride;
     summary["pairing"] = "each token with the mean of its window (z_t ^ m_w), per mixing head";
   }
-  write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
+  write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
   std::cout << fmt::format(
       "{} head over {} seed(s): val accuracy {:.4f} ± {:.4f}, test accuracy {:.4f} ± {:.4f} (mean ± sample std); "
       "{} parameters; {} wall; artifacts in {}\n",
-      mcfg.head, done_seeds.size(), mean_of(val), sample_std(val), mean_of(test), sample_std(test),
-      format_count(params), format_duration(wall), out);
+      m.head, done_seeds.size(), mean_of(val), sample_std(val), mean_of(test), sample_std(test),
+      format_count(counts.params), format_duration(wall), paths.out);
+}
+
+}  // namespace
+
+NliOutcome run_nli_training(const NliTrainRequest& req) {
+  NliRun run = resolve_nli_run(req);
+  const NliPrepared p = load_nli(req, run);
+  const NliPaths paths = prepare_nli_out_dir(req, run);
+  const NliCounts counts = record_nli_config(run, p, paths);
+  InterruptGuard interrupt_guard;
+  NliOutcome outcome;
+  outcome.out_dir = paths.out;
+  bool first_session_seed = true;
+  for (uint64_t seed : run.seeds) {
+    if (run.is_done(seed)) continue;
+    const bool resume_this = run.resuming && first_session_seed && seed == run.resume_seed;
+    if (run.resuming && first_session_seed && seed != run.resume_seed && !run.is_done(run.resume_seed))
+      throw InputError(fmt::format("{}: checkpoint is for seed {}, but seed {} comes first and is not done", req.resume,
+                                   run.resume_seed, seed));
+    first_session_seed = false;
+    if (!train_seed(req, run, p, paths, seed, resume_this)) {
+      outcome.interrupted = true;
+      return outcome;
+    }
+  }
+  write_nli_summary(run, p, paths, counts);
   outcome.completed = true;
   return outcome;
 }

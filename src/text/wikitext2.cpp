@@ -10,6 +10,7 @@
 #include "text/wordpiece.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/sha256.h"
 #include "util/format_count.h"
 #include "util/hash.h"
 
@@ -109,11 +110,13 @@ TokenizedCorpus load_wikitext2(const std::string& data_dir_flag, const std::stri
   for (const char* split : kSplits) {
     const std::string name = std::string("wiki.") + split + ".tokens";
     files.push_back({name, read_file(require_data_file(data_dir_flag, "wikitext-2/" + name))});
+    corpus.file_sha256["wikitext-2/" + name] = sha256_hex(files.back().bytes);
   }
   std::string vocab_bytes;
   if (!word_level) {
     const std::string path = require_data_file(data_dir_flag, "bert-base-uncased/vocab.txt");
     vocab_bytes = read_file(path);
+    corpus.file_sha256["bert-base-uncased/vocab.txt"] = sha256_hex(vocab_bytes);
     corpus.vocab = Vocab::parse_bert(vocab_bytes, path);  // the bytes the cache key hashes
     if (!allow_other_data && corpus.vocab.size() != kBertUncasedVocab) {
       throw InputError("vocab.txt: expected " + format_count(kBertUncasedVocab) +

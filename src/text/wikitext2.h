@@ -2,6 +2,7 @@
 // WikiText-2 (v1, tokenized, with <unk>) loaded from the shared data folder, tokenized at
 // word level (classic) or with BERT WordPiece (the paper's setting), with an on-disk cache.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct TokenizedCorpus {
   Vocab vocab;                        // id -> token ("<eos>" / "[SEP]" end each line)
   bool from_cache = false;            // true if ids came from cache_dir
   double tokenize_seconds = 0;        // wall time spent tokenizing (0 on a cache hit)
+  // SHA-256 of every file read, by path relative to the data folder (run provenance).
+  std::map<std::string, std::string> file_sha256;
   int64_t vocab_size() const { return vocab.size(); }
 };
 

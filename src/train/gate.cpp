@@ -18,7 +18,8 @@ namespace grassaudit {
 double EvalStats::ppl() const { return std::exp(loss); }
 
 std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& blocks, int64_t batch,
-                                     const c10::Device& device, const std::function<bool()>& should_stop) {
+                                     const c10::Device& device, const std::function<bool()>& should_stop,
+                                     LossImpl loss_impl) {
   const bool was_training = model->is_training();
   model->eval();
   at::NoGradGuard no_grad;
@@ -34,11 +35,9 @@ std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& block
     auto [x, y] = make_batch_range(blocks, first, n);
     x = x.to(device);
     y = y.to(device);
-    auto logits = model->forward(x);
-    auto loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}), {},
-                                       at::Reduction::Sum);
-    total += loss.item<double>();
-    tokens += y.numel();
+    const HeadLossSum s = lm_loss_sum(model, x, y, loss_impl);
+    total += s.sum;
+    tokens += s.count;
   }
   model->train(was_training);
   if (stopped) return std::nullopt;
@@ -112,13 +111,13 @@ const AuditResult& AuditGate::audit(LanguageModel& model) {
 
 std::optional<GatedEval> gated_evaluate(AuditGate& gate, LanguageModel& model, const LmBlocks& blocks,
                                         int64_t batch, const c10::Device& device,
-                                        const std::function<bool()>& should_stop) {
+                                        const std::function<bool()>& should_stop, LossImpl loss_impl) {
   // Gradients left from the last training step are not the audit's business; drop them so a
   // gradient check cannot accumulate into them.
   for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
   GatedEval g;
   g.audit = gate.audit(model);
-  auto stats = evaluate_lm(model, blocks, batch, device, should_stop);
+  auto stats = evaluate_lm(model, blocks, batch, device, should_stop, loss_impl);
   if (!stats) return std::nullopt;
   g.stats = *stats;
   return g;

@@ -13,6 +13,7 @@
 
 #include "audit/causality_audit.h"
 #include "core/language_model.h"
+#include "core/lm_loss.h"
 #include "text/lm_blocks.h"
 
 namespace grassaudit {
@@ -24,11 +25,13 @@ struct EvalStats {
 };
 
 // Mean cross-entropy over all blocks, in order, batch rows at a time, eval mode, no grad (the
-// caller's train/eval mode is restored). Returns nullopt if should_stop() turned true between
-// batches.
+// caller's train/eval mode is restored), summed in float64. loss_impl: the fused head (default)
+// or the materialised logits; the two agree to ~1e-7 relative (tests/bench/test_bench_loss_impl).
+// Returns nullopt if should_stop() turned true between batches.
 std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& blocks, int64_t batch,
                                      const c10::Device& device,
-                                     const std::function<bool()>& should_stop = {});
+                                     const std::function<bool()>& should_stop = {},
+                                     LossImpl loss_impl = LossImpl::kFused);
 
 // The gate's audit settings for a training run: seq_len = the training L, both modes, the full
 // length schedule for a causal model, stopping after the first length that proves a leak.
@@ -57,7 +60,8 @@ struct GatedEval {
 // Audit first, then the loss. nullopt when interrupted (should_stop) during the loss.
 std::optional<GatedEval> gated_evaluate(AuditGate& gate, LanguageModel& model, const LmBlocks& blocks,
                                         int64_t batch, const c10::Device& device,
-                                        const std::function<bool()>& should_stop = {});
+                                        const std::function<bool()>& should_stop = {},
+                                        LossImpl loss_impl = LossImpl::kFused);
 
 // Sets j[key] (causal) or j["quarantined_" + key] (leaky) to ppl.
 void put_ppl(nlohmann::json& j, const std::string& key, double ppl, bool leaky);

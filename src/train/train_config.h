@@ -1,9 +1,10 @@
 #pragma once
 // Everything the trainer needs beyond the model: data, optimizer, schedule, evaluation and
 // audit-gate settings. Saved (resolved) with every checkpoint and as config.json; unknown keys
-// in JSON are errors, as for ModelConfig.
+// in JSON are errors, as for ModelConfig. Fields are declared once, in train_config_fields().
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -38,12 +39,19 @@ struct TrainConfig {
   // The audit gate before every perplexity (seq_len = the training L, both modes).
   int64_t audit_trials = 3;
   int64_t audit_batch = 32;
+  // How the next-token loss is computed: "fused" (chunked head + cross-entropy, default) or
+  // "materialized" (the full logits). Same function, different rounding. Configs and checkpoints
+  // written before this field existed load with the default.
+  std::string loss_impl = "fused";
 
   // InputError with one line naming the first invalid field.
   void validate(const ModelConfig& model) const;
   // The block length actually used.
   int64_t block_len(const ModelConfig& model) const { return seq_len > 0 ? seq_len : model.max_len; }
 };
+
+// Every field: JSON key, range check, and the CLI flag for the few `grassaudit train` offers.
+const std::vector<Field<TrainConfig>>& train_config_fields();
 
 nlohmann::json to_json(const TrainConfig& c);
 // Starts from `base` and overrides the keys present; unknown keys are errors.

@@ -40,6 +40,10 @@ struct TrainRequest {
   std::string device = "cpu";  // cpu | cuda
   bool plain_progress = false; // never draw a bar (tests)
   bool print_banner = false;   // the runtime banner, once inputs are checked (the CLI)
+  // Wall seconds this session may take (0 = no limit): training stops early enough for the
+  // closing validation, audit and test evaluation to end inside it (train/loop.h). The LR
+  // schedule still spans the planned epochs; summary.json records planned vs completed epochs.
+  double time_budget_seconds = 0;
 };
 
 struct TrainOutcome {

@@ -158,7 +158,7 @@ TEST(Model, ConfigValidation) {
     c.validate();
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("attention, future, literal-future, literal-past, past"),
+    EXPECT_NE(std::string(e.what()).find("attention, future, literal-attention, literal-future, literal-past, past"),
               std::string::npos) << e.what();
   }
 }

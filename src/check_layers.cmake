@@ -1,0 +1,37 @@
+cmake_minimum_required(VERSION 3.20)
+# Run on every build (cmake -P): refuses an #include that points up the layer order
+#   util <- text, report;  util <- core <- audit <- train <- {nli, bench};  cli on top
+# Each layer is its own static library linked only along these arrows, so a call upward also
+# fails to link; this check says which line broke the order before anything compiles.
+# Usage: cmake -DSRC_DIR=<src> -P check_layers.cmake
+set(allowed_util   util)
+set(allowed_text   util text)
+set(allowed_report util report)
+set(allowed_core   util core)
+set(allowed_audit  util core audit)
+set(allowed_train  util text core audit train)
+set(allowed_bench  util text core audit train bench)
+set(allowed_nli    util text core audit train nli)
+set(allowed_cli    util text report core audit train bench nli cli)
+set(layers util text report core audit train bench nli cli)
+
+set(violations "")
+foreach(layer IN LISTS layers)
+  file(GLOB files "${SRC_DIR}/${layer}/*.h" "${SRC_DIR}/${layer}/*.cpp")
+  foreach(f IN LISTS files)
+    file(STRINGS "${f}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([a-z_]+)/.*" "\\1" target "${line}")
+      if(NOT target IN_LIST layers)
+        continue()
+      endif()
+      if(NOT target IN_LIST allowed_${layer})
+        file(RELATIVE_PATH rel "${SRC_DIR}/.." "${f}")
+        string(APPEND violations "  ${rel}: ${line} (${layer} may include only: ${allowed_${layer}})\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(violations)
+  message(FATAL_ERROR "layering: includes against the layer order\n${violations}")
+endif()

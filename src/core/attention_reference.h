@@ -1,0 +1,28 @@
+#pragma once
+// The readable reference of AttentionMixerImpl ("literal-attention"): the same post-norm,
+// causally masked multi-head self-attention, hhat = LayerNorm(h + dropout(MHA(h))), written
+// the textbook way: one loop over heads, an explicit full [L, L] causal mask and softmax, no
+// packed layouts and no query blocks. Same parameter names (checkpoint keys) as the fast path,
+// so weights copy across by name; tests/core/test_mixer_parity.cpp holds the two equal.
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "core/token_mixer.h"
+
+namespace grassaudit {
+
+class AttentionReferenceImpl : public TokenMixerImpl {
+ public:
+  // InputError unless heads >= 1 divides d_model.
+  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout);
+  torch::Tensor forward(const torch::Tensor& h) override;
+
+ private:
+  int64_t d_model_, heads_;
+  torch::nn::Linear in_proj_{nullptr}, out_proj_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};
+  torch::nn::Dropout attn_dropout_{nullptr}, dropout_{nullptr};
+};
+
+}  // namespace grassaudit

@@ -1,0 +1,24 @@
+#pragma once
+// Provenance of a run, stored in summary.json under "provenance": which code (git commit, dirty
+// flag, grassaudit and LibTorch versions), which machine settings (BLAS, threads, world size,
+// device), which data (SHA-256 of every file read) and which command produced it. The report
+// shows it beside every run, and an artifact without it is marked as made by older code.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace grassaudit {
+
+struct ProvenanceInputs {
+  std::map<std::string, std::string> data_sha256;  // path relative to the data folder -> hex
+  std::string device = "cpu";
+  int64_t world_size = 1;
+};
+
+// {"git_commit", "git_dirty", "grassaudit_version", "libtorch_version", "blas", "threads",
+//  "world_size", "device", "command_line", "data_sha256": {path: hex}}
+nlohmann::json run_provenance(const ProvenanceInputs& inputs);
+
+}  // namespace grassaudit

@@ -1,0 +1,70 @@
+// The audit's enums and the names it records: the JSON and every caller read the strings, so
+// verdict_name / mode_name must give exactly the historical ones and verdict_enum() must read
+// an audited result back to the enum the audit decided.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/causality_audit.h"
+#include "function_target.h"
+
+using namespace grassaudit;
+using grassaudit::testing::FunctionTarget;
+
+namespace {
+AuditOptions opts(int64_t L) {
+  AuditOptions o;
+  o.seq_len = L;
+  o.trials = 2;
+  return o;
+}
+at::Tensor next_position(const at::Tensor& x) {  // out_t = x_{t+1} (0 at the end): horizon 1
+  const int64_t L = x.size(1);
+  return at::constant_pad_nd(x.narrow(1, 1, L - 1), {0, 0, 0, 1}, 0.0);
+}
+}  // namespace
+
+TEST(AuditNames, VerdictAndModeNamesAreTheRecordedStrings) {
+  EXPECT_STREQ(verdict_name(Verdict::kCausal), "causal");
+  EXPECT_STREQ(verdict_name(Verdict::kLeaky), "leaky");
+  EXPECT_STREQ(mode_name(AuditMode::kEval), "eval");
+  EXPECT_STREQ(mode_name(AuditMode::kTrain), "train");
+}
+
+TEST(AuditNames, VerdictEnumReadsAnAuditedResultBack) {
+  FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
+  auto r = run_causality_audit(leaky, opts(8));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.verdict_enum(), Verdict::kLeaky);
+  EXPECT_TRUE(r.leaky());
+  ASSERT_TRUE(r.gradient.ran);
+  EXPECT_EQ(r.gradient.verdict_enum(), Verdict::kLeaky);
+
+  FunctionTarget causal("identity", 2, [](const at::Tensor& x, bool) { return x * 2.0; });
+  auto c = run_causality_audit(causal, opts(8));
+  EXPECT_EQ(c.verdict, "causal");
+  EXPECT_EQ(c.verdict_enum(), Verdict::kCausal);
+  EXPECT_FALSE(c.leaky());
+  EXPECT_EQ(c.gradient.verdict_enum(), Verdict::kCausal);
+}
+
+TEST(AuditNames, AResultNotYetAuditedReadsAsCausal) {
+  AuditResult none;  // verdict "": leaky() was false before the enum, and stays so
+  EXPECT_EQ(none.verdict_enum(), Verdict::kCausal);
+  EXPECT_FALSE(none.leaky());
+}
+
+TEST(AuditNames, ModesAreRecordedByNameInTheResultAndTheJson) {
+  FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
+  auto o = opts(8);
+  o.eval_mode = false;  // train only
+  auto r = run_causality_audit(leaky, o);
+  EXPECT_EQ(r.modes, (std::vector<std::string>{"train"}));
+  EXPECT_EQ(r.modes_planned, (std::vector<std::string>{"train"}));
+  auto j = to_json(r);
+  EXPECT_EQ(j["modes"], nlohmann::json::array({"train"}));
+  EXPECT_EQ(j["verdict"], "leaky");
+  EXPECT_EQ(j["mode_horizons"], (nlohmann::json{{"train", 1}}));
+  EXPECT_EQ(j["gradient_check"]["verdict"], "leaky");
+}
