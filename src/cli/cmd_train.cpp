@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,7 @@ int train_main(int argc, char** argv) {
     po::options_description desc("train options");
     int threads = 0;
     std::string mixer, preset, config, data_dir, out, resume, device;
+    double time_budget = 0;
     desc.add_options()
         ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
         ("preset", po::value<std::string>(&preset),
@@ -62,6 +64,9 @@ int train_main(int argc, char** argv) {
         ("out", po::value<std::string>(&out), "output folder (default: runs/<preset>-<tokenizer>-<mixer>)")
         ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its config is used)")
         ("device", po::value<std::string>(&device)->default_value("cpu"), "cpu | cuda")
+        ("time-budget", po::value<double>(&time_budget),
+         "wall seconds for this session: training stops early enough for the closing audit and evaluations "
+         "to finish inside it (the LR schedule still spans the planned epochs)")
         ("allow-other-data", "accept data files that differ from the published WikiText-2");
     add_config_flags(desc, train_config_fields());  // --tokenizer --epochs --seed --max-tokens --audit-trials --loss-impl
     add_threads_option(desc, &threads);
@@ -70,7 +75,8 @@ int train_main(int argc, char** argv) {
     const std::string usage =
         "usage: grassaudit train --mixer NAME --preset NAME|--config FILE [--data-dir DIR] [--tokenizer word|wordpiece]\n"
         "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
-        "                        [--device cpu|cuda] [--loss-impl fused|materialized] [model flags]";
+        "                        [--device cpu|cuda] [--loss-impl fused|materialized] [--time-budget SECONDS]\n"
+        "                        [model flags]";
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     TrainRequest req;
@@ -79,13 +85,18 @@ int train_main(int argc, char** argv) {
     req.allow_other_data = vm.count("allow-other-data") > 0;
     req.device = device;
     if (device != "cpu" && device != "cuda") throw InputError(fmt::format("--device must be cpu or cuda, got '{}'", device));
+    if (vm.count("time-budget")) {
+      if (!(time_budget > 0) || !std::isfinite(time_budget))
+        throw InputError(fmt::format("--time-budget must be a positive number of seconds, got {}", time_budget));
+      req.time_budget_seconds = time_budget;
+    }
 
     if (vm.count("resume")) {
-      // The checkpoint's config is used: every config flag but --max-tokens is refused rather
-      // than ignored. (--loss-impl too: TrainRequest has no override for it yet.)
+      // The checkpoint's config is used: every config flag is refused rather than ignored, but
+      // --max-tokens and --loss-impl (the same function, only rounded differently).
       std::vector<std::string> refused{"mixer", "preset", "config"};
       for (const auto& flag : config_flag_names(train_config_fields()))
-        if (flag != "max-tokens") refused.push_back(flag);
+        if (flag != "max-tokens" && flag != "loss-impl") refused.push_back(flag);
       for (const auto& flag : config_flag_names(model_config_fields())) refused.push_back(flag);
       for (const auto& flag : refused)
         if (vm.count(flag))
@@ -95,6 +106,12 @@ int train_main(int argc, char** argv) {
         const int64_t max_tokens = vm["max-tokens"].as<int64_t>();
         if (max_tokens < 0) throw InputError("--max-tokens must be >= 0");
         req.max_tokens_override = max_tokens;
+      }
+      if (vm.count("loss-impl")) {
+        TrainConfig check;
+        apply_config_flags(vm, train_config_fields(), check);
+        check.validate(ModelConfig{});
+        req.loss_impl_override = check.loss_impl;
       }
       req.out_dir = vm.count("out") ? out : default_resume_out_dir(resume);
     } else {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "train/interrupt.h"
@@ -94,6 +95,28 @@ std::string non_finite_name(double value) { return std::isnan(value) ? "nan" : (
 
 namespace {
 
+// After the first few steps of a session (the first one or two pay for allocation and warm-up):
+// the measured step time and what it projects, so a short lease (a lent GPU) shows within a
+// minute whether the planned epochs fit.
+constexpr int64_t kProjectAfterSteps = 3;
+
+void print_projection(const LoopSettings& cfg, const LoopState& st, double step_seconds, Progress& progress) {
+  progress.break_line();
+  const double epoch_s = step_seconds * static_cast<double>(st.steps_per_epoch);
+  const double rest_s = step_seconds * static_cast<double>(std::max<int64_t>(cfg.last_step - st.step, 0));
+  std::string budget;
+  if (cfg.time_budget_seconds > 0) {
+    const double used = std::chrono::duration<double>(Clock::now() - cfg.session_start).count();
+    const double left = cfg.time_budget_seconds - used - (cfg.reserve_seconds ? cfg.reserve_seconds() : 0.0);
+    const double steps_fit = std::max(0.0, left / std::max(step_seconds, 1e-9));
+    const double per_epoch = static_cast<double>(std::max<int64_t>(st.steps_per_epoch, 1));
+    budget = fmt::format("; the time budget fits ~{:.0f} more steps (to epoch ~{:.2f})", steps_fit,
+                         (static_cast<double>(st.step) + steps_fit) / per_epoch);
+  }
+  std::cerr << fmt::format("step time {:.3g} s (after {} steps): epoch ~{}, the rest of this run ~{}{}\n", step_seconds,
+                           kProjectAfterSteps, format_duration(epoch_s), format_duration(rest_s), budget);
+}
+
 // One optimizer step on batch `index`; returns the loss value (finite, or the task has thrown).
 double train_step(const LoopSettings& cfg, TrainingTask& task, torch::nn::Module& model,
                   torch::optim::AdamW& optimizer, const LoopState& st, int64_t index, StepLoss* out, double* lr) {
@@ -136,6 +159,7 @@ LoopEnd run_training_loop(const LoopSettings& cfg, TrainingTask& task, torch::nn
   };
   LogWindow window;
   double window_lr = 0;
+  int64_t session_steps = 0;
   int64_t order_epoch = -1;
   while (st.epoch < cfg.epochs) {
     if (order_epoch != st.epoch) {
@@ -166,6 +190,7 @@ LoopEnd run_training_loop(const LoopSettings& cfg, TrainingTask& task, torch::nn
       window.last_loss = loss;
       window_lr = lr;
       recent_step_seconds = recent_step_seconds == 0 ? dt : 0.9 * recent_step_seconds + 0.1 * dt;
+      if (++session_steps == kProjectAfterSteps) print_projection(cfg, st, recent_step_seconds, progress);
       if (st.step % cfg.log_every == 0 || st.batch_in_epoch == spe || units_done()) {
         metrics.write_record(task.train_record(window, lr));
         window = LogWindow{};

@@ -107,6 +107,7 @@ ResolvedRun resolve_run(const TrainRequest& req) {
   r.state = LmRunState::from_json(meta.at("state"), req.resume);
   r.preset = meta.value("preset", std::string());
   if (req.max_tokens_override >= 0) r.train.max_tokens = req.max_tokens_override;
+  if (!req.loss_impl_override.empty()) r.train.loss_impl = req.loss_impl_override;
   return r;
 }
 
@@ -495,7 +496,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   progress.break_line();
   if (end == LoopEnd::kInterrupted) return interrupted_outcome(task, st, paths);
   if (end == LoopEnd::kTimeBudget)
-    std::cerr << fmt::format("time budget of {:.0f} s: training stopped at step {} (epoch {:.3f} of {}), leaving time "
+    std::cerr << fmt::format("time budget of {:g} s: training stopped at step {} (epoch {:.3f} of {}), leaving time "
                              "for the closing audit and evaluations\n",
                              req.time_budget_seconds, st.step, st.epoch_float(), t.epochs);
   return finish_run(task, run, data, paths, req, params, session_first_step, end);

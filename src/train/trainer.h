@@ -32,6 +32,7 @@ struct TrainRequest {
   // its max_tokens (0 = no limit).
   std::string resume;
   int64_t max_tokens_override = -1;
+  std::string loss_impl_override;  // non-empty: replaces the checkpoint's loss_impl
 
   std::string out_dir;
   std::string data_dir;   // the --data-dir flag value ("" = default lookup)

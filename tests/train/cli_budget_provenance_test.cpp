@@ -1,0 +1,110 @@
+// --time-budget, provenance in summary.json, and --loss-impl on a resumed run, as a user meets
+// them through the binary on the tiny preset.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "train/train_test_support.h"
+
+namespace grassaudit {
+namespace {
+
+using testing::read_json;
+using testing::read_jsonl;
+using testing::run_grassaudit;
+
+TEST(TrainBudget, ABudgetTooSmallForAnyStepStillEndsWithGatedResults) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  testing::TempDir t;
+  const std::string out = t.file("run");
+  // The closing audit and evaluations alone take longer than 0.001 s: no training step fits, yet
+  // the run ends with its validation, its audited test figure and a summary saying why it stopped.
+  auto r = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "4096", "--out", out,
+                           "--threads", "1", "--time-budget", "0.001"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("time budget of 0.001 s: training stopped at step 0"), std::string::npos) << r.err;
+  auto s = read_json(out + "/summary.json");
+  EXPECT_EQ(s["stopped_by"], "time_budget");
+  EXPECT_DOUBLE_EQ(s["time_budget_seconds"].get<double>(), 0.001);
+  EXPECT_EQ(s["steps"], 0);
+  EXPECT_EQ(s["audit"]["verdict"], "causal");
+  EXPECT_TRUE(s.contains("test_ppl"));
+  EXPECT_GE(s["epochs_planned"].get<int64_t>(), 1);
+}
+
+TEST(TrainBudget, AGenerousBudgetChangesNothing) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  testing::TempDir t;
+  auto r = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "256", "--out",
+                           t.file("run"), "--threads", "1", "--time-budget", "3600"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto s = read_json(t.file("run") + "/summary.json");
+  EXPECT_EQ(s["stopped_by"], "max_tokens");
+  EXPECT_EQ(s["tokens_seen"], 256);
+}
+
+TEST(TrainBudget, BadBudgetsAreOneLineErrors) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  testing::TempDir t;
+  for (const std::string bad : {"0", "-5", "nan", "inf", "ten"}) {
+    auto r = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--out", t.file("run"),
+                             "--time-budget", bad});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("--time-budget"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(TrainProvenance, SummaryNamesCodeDataAndCommand) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  testing::TempDir t;
+  const std::string out = t.file("run");
+  auto r = run_grassaudit({"train", "--mixer", "attention", "--preset", "tiny", "--max-tokens", "128", "--out", out,
+                           "--threads", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto p = read_json(out + "/summary.json").at("provenance");
+  EXPECT_TRUE(std::regex_match(p["git_commit"].get<std::string>(), std::regex("[0-9a-f]{40}|unknown")));
+  EXPECT_TRUE(p["git_dirty"].is_boolean());
+  EXPECT_FALSE(p["grassaudit_version"].get<std::string>().empty());
+  EXPECT_EQ(p["libtorch_version"].get<std::string>().substr(0, 2), "1.");
+  EXPECT_EQ(p["threads"], 1);
+  EXPECT_EQ(p["world_size"], 1);
+  EXPECT_EQ(p["device"], "cpu");
+  const std::string cmd = p["command_line"];
+  EXPECT_NE(cmd.find("train --mixer attention --preset tiny --max-tokens 128"), std::string::npos) << cmd;
+  // The published files, by their SHA256SUMS next to them.
+  const auto& d = p["data_sha256"];
+  for (const std::string f : {"wikitext-2/wiki.train.tokens", "wikitext-2/wiki.valid.tokens",
+                              "wikitext-2/wiki.test.tokens", "bert-base-uncased/vocab.txt"}) {
+    ASSERT_TRUE(d.contains(f)) << f;
+    const std::string sums = testing::read_text(data + "/" + f.substr(0, f.find('/')) + "/SHA256SUMS");
+    EXPECT_NE(sums.find(d[f].get<std::string>()), std::string::npos) << f;
+  }
+}
+
+TEST(TrainLossImpl, AResumedRunMayChangeTheLossPath) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  testing::TempDir t;
+  const std::string out = t.file("run");
+  auto a = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "128", "--out", out,
+                           "--threads", "1"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(read_json(out + "/config.json")["train"]["loss_impl"], "fused");
+  auto b = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--max-tokens", "256",
+                           "--loss-impl", "materialized", "--threads", "1"});
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(read_json(out + "/config.json")["train"]["loss_impl"], "materialized");
+  EXPECT_EQ(read_json(out + "/summary.json")["tokens_seen"], 256);
+  auto c = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--loss-impl", "bogus"});
+  EXPECT_EQ(c.status, 2);
+  EXPECT_NE(c.err.find("loss_impl must be fused or materialized, got 'bogus'"), std::string::npos) << c.err;
+}
+
+}  // namespace
+}  // namespace grassaudit
