@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "core/checkpoint.h"
 #include "core/runtime.h"
+#include "core/token_mixer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -152,7 +153,14 @@ int mixers_main(int argc, char** argv) {
     po::variables_map vm;
     if (!parse(argc, argv, desc, vm, "usage: grassaudit mixers")) return kExitOk;
     auto& reg = MixerRegistry::instance();
-    for (const auto& n : reg.names()) std::cout << fmt::format("{:<16} {}\n", n, reg.summary(n));
+    // name, family, pairing, and the readable reference each fast mixer is tested against.
+    std::cout << fmt::format("{:<18} {:<10} {:<12} {:<18} {}\n", "name", "family", "pairing", "reference", "summary");
+    for (const auto& n : reg.names()) {
+      const MixerInfo& m = reg.info(n);
+      const std::string ref = m.is_reference ? "-" : m.reference_twin;
+      std::cout << fmt::format("{:<18} {:<10} {:<12} {:<18} {}\n", n, family_name(m.family), pairing_name(m.pairing),
+                               ref, m.summary);
+    }
     return kExitOk;
   });
 }

@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/language_model.h"
+#include "core/token_mixer.h"
 #include "util/error.h"
 
 namespace grassaudit::cli {
@@ -35,7 +36,7 @@ int params_main(int argc, char** argv) {
                                 : std::vector<int64_t>{1, 1, 2, 2, 4, 4, 8, 8, 12, 12, 16, 16};
       LanguageModel lm(c);
       std::cout << fmt::format("{:<10} {:>6} {:>7} {:>12} {:>9}\n",
-                               std::string(r.mixer) == "past" ? "grassmann" : r.mixer, r.layers, r.max_len,
+                               family_name(MixerRegistry::instance().info(r.mixer).family), r.layers, r.max_len,
                                lm->parameter_count(), r.paper);
     }
     std::cout << "The Grassmann counts are the same for future and past pairing. The paper's 17.32M and 18.16M\n"
