@@ -2,15 +2,17 @@
 # Regenerates reports/README.md and reports/figures/ from the run artifacts in reports/runs/,
 # the published numbers in reference/published/ and the throughput files in reports/bench/.
 # Output is byte-identical for identical inputs, so a clean `git diff` means nothing changed.
-# Usage: scripts/regenerate-reports.sh [extra grassaudit report flags]
+# Usage: [BUILD_DIR=build-x] scripts/regenerate-reports.sh [extra grassaudit report flags]
+#   BUILD_DIR: the CMake build folder whose grassaudit binary is used (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_dir="${BUILD_DIR:-build}"
 
-if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 # A no-op when the binary is up to date.
-cmake --build build --target grassaudit
+cmake --build "$build_dir" --target grassaudit
 
-build/grassaudit report --runs reports/runs --reference reference --out reports "$@"
+"$build_dir/grassaudit" report --runs reports/runs --reference reference --out reports "$@"
 echo "regenerate-reports: wrote reports/README.md"

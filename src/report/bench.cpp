@@ -34,6 +34,7 @@ BenchPoint read_point(const json& j, const std::string& file, const std::string&
     p.ms_max = opt_number(*ms, "max", w);
   }
   p.threads = opt_integer(j, "threads", where);
+  p.blas_threads = opt_integer(j, "blas_threads", where);
   p.blas = opt_string(j, "blas", where).value_or("");
   p.peak_rss_mb = opt_number(j, "peak_rss_mb", where);
   p.machine = opt_string(j, "machine", where).value_or("");

@@ -14,7 +14,8 @@ struct BenchPoint {
   long long seq_len = 0;
   double tokens_per_second = 0;
   std::optional<double> ms_median, ms_min, ms_max;
-  std::optional<long long> threads;
+  std::optional<long long> threads;       // LibTorch's OpenMP pool
+  std::optional<long long> blas_threads;  // the BLAS pool, when the file records it
   std::string blas;
   std::optional<double> peak_rss_mb;
   std::string machine;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "report/format.h"
+#include "report/limitations.h"
+#include "report/seed_groups.h"
 
 namespace grassaudit {
 namespace {
@@ -51,55 +53,116 @@ std::map<std::string, std::string> run_stems(const std::vector<RunRecord>& runs)
   return out;
 }
 
+// Validation perplexity per epoch: one line per run, or for runs that differ only by seed one
+// line of means with sample-std error bars. The paper publishes only its best validation
+// perplexity over 30 epochs, so its numbers are horizontal reference lines, drawn for every
+// paper row at an L we plotted.
 void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
               const std::map<std::string, std::string>& stems, FigurePlan& plan) {
   std::vector<std::string> plots;
-  std::set<std::pair<long long, long long>> settings;  // (layers, L) of plotted runs
+  std::map<long long, std::set<long long>> our_layers;  // L -> our depths plotted at that L
+  double max_epoch = 0;
+  bool any_pooled = false, any_quarantined = false, any_unaudited = false;
   int colour = 0;
-  for (const auto& r : runs) {
-    if (r.task != "lm" || r.evals.empty()) continue;
+  for (const auto& g : seed_groups(runs)) {
+    const bool has_evals = std::any_of(g.runs.begin(), g.runs.end(),
+                                       [](const RunRecord* r) { return !r->evals.empty(); });
+    if (!has_evals) continue;
     ++colour;
-    const bool unaudited = standing_of(r) == Standing::kUnaudited;
+    const bool unaudited = g.standing == Standing::kUnaudited;
+    any_unaudited = any_unaudited || unaudited;
+    const std::vector<EpochStat> curve = group_curve(g);
     for (int quarantined = 0; quarantined < 2; ++quarantined) {
       std::string data;
-      for (const auto& p : r.evals) {
-        if (p.quarantined == static_cast<bool>(quarantined)) {
-          data += fmt::format("{:.6g} {:.6g}\n", p.epoch, p.ppl);
-        }
+      for (const auto& p : curve) {
+        if (p.quarantined != static_cast<bool>(quarantined)) continue;
+        max_epoch = std::max(max_epoch, p.epoch);
+        data += g.pooled() ? fmt::format("{:.6g} {:.6g} {:.6g}\n", p.epoch, p.ppl.mean,
+                                         p.ppl.std.value_or(0.0))
+                           : fmt::format("{:.6g} {:.6g}\n", p.epoch, p.ppl.mean);
       }
       if (data.empty()) continue;
-      const std::string file =
-          "ppl-" + stems.at(r.name) + (quarantined ? "-quarantined" : "") + ".dat";
+      any_quarantined = any_quarantined || quarantined;
+      const std::string file = "ppl-" + stems.at(g.first().name) + (g.pooled() ? "-seeds" : "") +
+                               (quarantined ? "-quarantined" : "") + ".dat";
       plan.data_files.emplace_back(file, data);
-      std::string title = r.name;
+      std::string title = g.label;
+      if (g.pooled()) title += ": mean ± std over " + seeds_phrase(g.runs.size());
       if (quarantined) title += " QUARANTINED (leaky)";
       if (unaudited && !quarantined) title += " (not audited)";
-      plots.push_back(fmt::format("{} using 1:2 with linespoints lc {} lw 2 pt 7 ps 0.6 dt {} title {}",
-                                  q("data/" + file), colour,
-                                  quarantined ? 2 : (unaudited ? 3 : 1), q(title)));
+      const int dash = quarantined ? 2 : (unaudited ? 3 : 1);
+      plots.push_back(
+          g.pooled()
+              ? fmt::format("{} using 1:2:3 with yerrorlines lc {} lw 2 pt 7 ps 0.6 dt {} title {}",
+                            q("data/" + file), colour, dash, q(title))
+              : fmt::format("{} using 1:2 with linespoints lc {} lw 2 pt 7 ps 0.6 dt {} title {}",
+                            q("data/" + file), colour, dash, q(title)));
     }
-    if (r.layers && r.seq_len) settings.insert({*r.layers, *r.seq_len});
+    any_pooled = any_pooled || g.pooled();
+    for (const auto* r : g.runs) {
+      if (r->seq_len && r->layers) our_layers[*r->seq_len].insert(*r->layers);
+    }
   }
   if (plots.empty()) return;
-  for (const auto& p : pub.lm) {
-    if (p.schedule != "first" || !settings.count({p.layers, p.seq_len})) continue;
-    plots.push_back(fmt::format("{} with lines lc rgb 'gray30' dt 3 lw 2 title {}", p.val_ppl,
-                                q("paper " + p.model + " L" + std::to_string(p.seq_len) + "/" +
-                                  std::to_string(p.layers) + ": " + p.val_ppl_text)));
+
+  std::vector<std::string> drawn;  // caption pieces, one per L with reference lines
+  for (const auto& [len, depths] : our_layers) {
+    std::vector<std::string> lines;
+    std::set<long long> paper_depths;
+    for (const auto& p : pub.lm) {
+      if (p.schedule != "first" || p.seq_len != len) continue;
+      const bool grass = p.family == Family::kGrassmann;
+      plots.push_back(fmt::format("{} with lines lc rgb {} dt 3 lw 2 title {}", p.val_ppl,
+                                  grass ? "'gray30'" : "'gray60'",
+                                  q("paper " + p.model + " L" + std::to_string(p.seq_len) + ", " +
+                                    std::to_string(p.layers) + " layers: " + p.val_ppl_text)));
+      lines.push_back(p.model + " " + p.val_ppl_text + " (" + std::to_string(p.layers) + " layers)");
+      paper_depths.insert(p.layers);
+    }
+    if (lines.empty()) continue;
+    std::vector<std::string> ours;
+    for (long long d : depths) {
+      if (!paper_depths.count(d)) ours.push_back(std::to_string(d));
+    }
+    std::string piece = "at L " + std::to_string(len) + ": " + join_list(lines, ", ");
+    if (!ours.empty()) {
+      piece += "; the paper has no row at our depth (" + join_list(ours, ", ") + " layers)";
+    }
+    drawn.push_back(piece);
   }
+
   std::string body;
-  body += "set title 'Validation perplexity per epoch (dashed: QUARANTINED, leaky weights)'\n";
+  body += any_quarantined
+              ? "set title 'Validation perplexity per epoch (dashed: QUARANTINED, leaky weights)'\n"
+              : "set title 'Validation perplexity per epoch'\n";
   body += "set xlabel 'epoch'\nset ylabel 'validation perplexity (log scale)'\n";
+  const double x_max = std::ceil(max_epoch) + 1;
+  body += fmt::format("set xrange [0:{:.0f}]\n", x_max);
+  if (x_max <= 10) body += "set xtics 1\n";  // whole epochs; gnuplot would tick every 0.5
   body += "set logscale y\nset grid\nset key outside right top\n";
   body += "plot ";
   for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
   body += "\n";
   plan.script += both_terminals("ppl", body, 1000, 540);
-  plan.figures.push_back(
-      {"ppl", "Validation perplexity per epoch",
-       "From each run's metrics.jsonl (validation evaluations). Dashed lines are QUARANTINED: "
-       "perplexities of weights the audit found leaky, not valid perplexities. Dotted grey "
-       "lines: the paper's numbers at the same L and depth."});
+
+  std::string caption = "From each run's metrics.jsonl (validation evaluations).";
+  if (any_pooled) {
+    caption += " Runs that differ only by seed are one line: the mean per epoch, error bars one "
+               "sample standard deviation.";
+  }
+  if (any_quarantined) {
+    caption += " Dashed lines are QUARANTINED: perplexities of weights the audit found leaky, not "
+               "valid perplexities.";
+  }
+  if (any_unaudited) caption += " Dotted coloured lines: runs not audited.";
+  if (drawn.empty()) {
+    caption += " The paper has no row at the sequence lengths plotted, so no reference lines are "
+               "drawn.";
+  } else {
+    caption += " Dotted grey horizontal lines: the paper's best validation perplexities over " +
+               fmt_epochs(pub.epochs) + " epochs, for reference, " + join_list(drawn) + ".";
+  }
+  plan.figures.push_back({"ppl", "Validation perplexity per epoch", caption});
 }
 
 // Training cross-entropy against the fractional epoch logged with each "train" record. The x

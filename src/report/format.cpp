@@ -20,6 +20,16 @@ std::string fmt_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+std::string fmt_thousands(long long n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 std::string fmt_epochs(double e) {
   if (e == std::floor(e) && std::fabs(e) < 1e9) return fmt::format("{:.0f}", e);
   return fmt::format("{:.2f}", e);
@@ -41,7 +51,11 @@ std::string fmt_offsets(const std::vector<long long>& offsets) {
 std::string or_dash(const std::optional<long long>& v) { return v ? std::to_string(*v) : "?"; }
 
 std::string quarantined_cell(double ppl, const std::optional<long long>& horizon) {
-  std::string out = "~~" + fmt_ppl(ppl) + "~~ QUARANTINED (LEAKY";
+  return quarantined_text(fmt_ppl(ppl), horizon);
+}
+
+std::string quarantined_text(const std::string& value, const std::optional<long long>& horizon) {
+  std::string out = "~~" + value + "~~ QUARANTINED (LEAKY";
   if (horizon) out += ", horizon " + std::to_string(*horizon);
   return out + ")";
 }

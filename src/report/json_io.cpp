@@ -90,6 +90,13 @@ std::optional<std::string> opt_string(const json& obj, const std::string& key,
   return v->get<std::string>();
 }
 
+std::optional<bool> opt_bool(const json& obj, const std::string& key, const std::string& where) {
+  const json* v = member(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(where, key, "true or false");
+  return v->get<bool>();
+}
+
 std::vector<double> opt_number_array(const json& obj, const std::string& key,
                                      const std::string& where) {
   std::vector<double> out;

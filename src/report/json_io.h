@@ -26,6 +26,8 @@ std::optional<long long> opt_integer(const nlohmann::json& obj, const std::strin
                                      const std::string& where);
 std::optional<std::string> opt_string(const nlohmann::json& obj, const std::string& key,
                                       const std::string& where);
+std::optional<bool> opt_bool(const nlohmann::json& obj, const std::string& key,
+                             const std::string& where);
 std::vector<double> opt_number_array(const nlohmann::json& obj, const std::string& key,
                                      const std::string& where);
 std::vector<long long> opt_integer_array(const nlohmann::json& obj, const std::string& key,

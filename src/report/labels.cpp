@@ -42,7 +42,6 @@ std::string tokenizer_label(const RunRecord& run) {
   } else {
     out = run.tokenizer;
   }
-  if (!run.dataset.empty()) out += " (" + run.dataset + ")";
   return out;
 }
 

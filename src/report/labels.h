@@ -8,7 +8,7 @@ namespace grassaudit {
 
 std::string mixer_label(const RunRecord& run);      // "attention" | "grassmann"; "-" if not LM
 std::string pairing_label(const RunRecord& run);    // "past; offsets 1,2,4 per layer"
-std::string tokenizer_label(const RunRecord& run);  // "WordPiece" | "word-level" | "?"
+std::string tokenizer_label(const RunRecord& run);  // "WordPiece" | "word-level" | "?" (no text variant)
 std::string budget_label(const RunRecord& run);     // "1 ep (2.40M tok)"
 std::string audit_label(const RunRecord& run);      // "CAUSAL (horizon 0, max effect 1.0e-08)"
 // The pairing in words, for any row: "future (paper-literal)" | "past" | "causal mask".

@@ -4,6 +4,7 @@
 
 #include "report/format.h"
 #include "report/labels.h"
+#include "report/limitations.h"
 
 namespace grassaudit {
 namespace {
@@ -21,9 +22,17 @@ const RunRecord* causal_peer(const std::vector<RunRecord>& runs, const RunRecord
   return best;
 }
 
+// The run's limits beside its number: budget, seed, and every recorded difference from the
+// paper's setting.
 std::string budget_sentence(const Published& pub, const RunRecord& run) {
   std::string s = "Training budget: " + budget_label(run) + " vs the paper's " +
-                  fmt_epochs(pub.epochs) + " epochs";
+                  fmt_epochs(pub.epochs) + " epochs; " +
+                  (run.seed ? "one seed (" + std::to_string(*run.seed) + ")" : std::string("one run, seed not recorded"));
+  std::vector<std::string> other;
+  for (const auto& d : run_differences(pub, run)) {
+    if (d.find("epoch") == std::string::npos) other.push_back(d);
+  }
+  if (!other.empty()) s += ". Other differences from the paper's setting: " + join_list(other);
   return s + ".";
 }
 
@@ -32,7 +41,7 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
   LiteralFinding f;
   f.run = run.name;
   std::string md = "**`" + run.name + "`** (" + pairing_label(run) + "; " + tokenizer_label(run) +
-                   ", L " + or_dash(run.seq_len) + ", " + or_dash(run.layers) + " layers)\n\n";
+                   " (" + text_label(run) + "), L " + or_dash(run.seq_len) + ", " + or_dash(run.layers) + " layers)\n\n";
   const Standing st = standing_of(run);
   if (st == Standing::kUnaudited) {
     f.verdict = LiteralVerdict::kNotAudited;
@@ -57,13 +66,8 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
   // schedule) and say that the depth differs, rather than saying nothing.
   bool depth_differs = false;
   if (!paper && run.seq_len) {
-    for (const auto& r : pub.lm) {
-      if (r.family == Family::kGrassmann && r.seq_len == *run.seq_len && r.schedule == "first") {
-        paper = &r;
-        depth_differs = true;
-        break;
-      }
-    }
+    paper = find_paper_row_same_len(pub, Family::kGrassmann, *run.seq_len);
+    depth_differs = paper != nullptr;
   }
   if (q) {
     md += "- Best validation perplexity: " + quarantined_cell(*q, run.audit.leak_horizon) + ".\n";

@@ -5,17 +5,15 @@
 #include <map>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "report/format.h"
 #include "report/labels.h"
+#include "report/limitations.h"
+#include "report/seed_groups.h"
 
 namespace grassaudit {
 namespace {
-
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
-  return out;
-}
 
 std::string setting_text(const std::string& tokenizer, long long seq_len, long long layers,
                          const std::string& epochs) {
@@ -23,7 +21,15 @@ std::string setting_text(const std::string& tokenizer, long long seq_len, long l
          " layers, " + epochs;
 }
 
+std::string model_word(Family family) {
+  return family == Family::kAttention ? "Transformer" : "Grassmann";
+}
+
 void paper_rows(const Published& pub, std::vector<RatioRow>& out) {
+  std::vector<std::string> unknown;
+  if (pub.init.empty()) unknown.push_back("initialisation");
+  if (!pub.optimizer_stated) unknown.push_back("optimizer and learning rate");
+  unknown.push_back("seeds and spread (single numbers)");
   for (const auto& g : pub.lm) {
     if (g.family != Family::kGrassmann) continue;
     const PaperLmRow* t = find_paper_row(pub, Family::kAttention, g.layers, g.seq_len, g.schedule);
@@ -41,8 +47,32 @@ void paper_rows(const Published& pub, std::vector<RatioRow>& out) {
     row.caveats =
         "reference setting; no code, so the pairing direction actually trained is unknown "
         "(the text reads as future pairing)";
+    row.unknowns = join_list(unknown, ", ");
     out.push_back(row);
   }
+}
+
+// The published parameter count against the paper's, compared as both are printed (0.01M).
+void param_difference(const std::string& who, const std::optional<double>& params,
+                      const PaperLmRow* paper, std::vector<std::string>& c) {
+  if (!params || !paper) return;
+  if (fmt_count(*params) != paper->params_text) {
+    c.push_back(who + " " + fmt_count(*params) + " params vs the paper's " + paper->params_text);
+  }
+}
+
+std::string published_gap_text(const ReproLmRow& r) {
+  if (!r.gap) return "";
+  std::string out = " (published gap " + r.gap->text;
+  const bool same_numbers = r.transformer_ppl && r.grassmann_ppl &&
+                            r.gap->transformer_ppl == *r.transformer_ppl &&
+                            r.gap->grassmann_ppl == *r.grassmann_ppl;
+  if (!same_numbers) {
+    out += ", on " + std::string(r.gap->split == "test" ? "test" : "validation") + " perplexity " +
+           fmt_shortest(r.gap->grassmann_ppl) + " / " + fmt_shortest(r.gap->transformer_ppl) +
+           " = " + fmt_ratio(r.gap->grassmann_ppl / r.gap->transformer_ppl);
+  }
+  return out + ")";
 }
 
 void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
@@ -52,139 +82,192 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
     row.source = r.name;
     row.setting = setting_text(r.tokenizer, r.seq_len, r.layers,
                                r.epochs ? fmt_epochs(*r.epochs) + " ep" : "epochs not stated");
+    if (!r.norm.empty()) row.setting += ", " + r.norm + "-norm";
+    if (!r.init.empty()) row.setting += ", init " + r.init;
     row.transformer_ppl = r.transformer_ppl ? r.transformer_ppl_text : "-";
     row.grassmann_ppl = r.grassmann_ppl ? r.grassmann_ppl_text : "-";
     if (r.transformer_ppl && r.grassmann_ppl) {
       row.ratio_value = *r.grassmann_ppl / *r.transformer_ppl;
-      row.ratio = fmt_ratio(*row.ratio_value);
-      if (!r.gap_published.empty()) row.ratio += " (published gap " + r.gap_published + ")";
+      row.ratio = fmt_ratio(*row.ratio_value) + published_gap_text(r);
     } else {
       row.ratio = "- (no Transformer baseline reported)";
     }
+
+    // Differences from the paper's setting: only what the source states and the paper states
+    // differently.
     std::vector<std::string> c;
     c.push_back(pairing_name(r.pairing) + " pairing (the paper's text: future)");
     if (r.tokenizer_id != pub.tokenizer_id) {
       c.push_back(r.tokenizer + " tokens, not the paper's WordPiece: perplexities over different "
                   "vocabularies are not comparable");
     }
-    if (!r.epochs) {
-      c.push_back("epochs not stated");
-    } else if (*r.epochs != pub.epochs) {
+    if (r.epochs && *r.epochs != pub.epochs) {
       c.push_back(fmt_epochs(*r.epochs) + " epochs vs the paper's " + fmt_epochs(pub.epochs));
     }
-    if (r.text.empty()) {
-      c.push_back("raw vs tokenized WikiText-2 not stated");
-    } else if (r.text != pub.text) {
+    if (!r.text.empty() && !pub.text.empty() && r.text != pub.text) {
       c.push_back(r.text + " text vs the paper's " + pub.text);
     }
-    if (!find_paper_row(pub, Family::kAttention, r.layers, r.seq_len)) {
+    if (r.split == "test") c.push_back("test perplexities vs the paper's validation");
+    if (r.d_model && pub.d_model && *r.d_model != *pub.d_model) {
+      c.push_back("d_model " + std::to_string(*r.d_model) + " vs the paper's " +
+                  std::to_string(*pub.d_model));
+    }
+    if (r.heads && pub.heads && *r.heads != *pub.heads && r.transformer_ppl) {
+      c.push_back("Transformer " + std::to_string(*r.heads) + " heads vs the paper's " +
+                  std::to_string(*pub.heads));
+    }
+    if (!r.norm.empty() && !pub.norm.empty() && r.norm != pub.norm) {
+      c.push_back(r.norm + "-norm vs the paper's " + pub.norm + "-norm");
+    }
+    const PaperLmRow* pt = find_paper_row(pub, Family::kAttention, r.layers, r.seq_len);
+    const PaperLmRow* pg = find_paper_row(pub, Family::kGrassmann, r.layers, r.seq_len);
+    if (!pt) {
       c.push_back("the paper has no row at L " + std::to_string(r.seq_len) + " with " +
                   std::to_string(r.layers) + " layers");
     }
-    c.push_back("parameter counts not stated");
-    row.caveats = join(c, "; ");
+    if (r.transformer_ppl) param_difference("Transformer", r.transformer_params, pt, c);
+    param_difference("Grassmann", r.grassmann_params, pg, c);
+    row.caveats = join_list(c);
+
+    // What the source does not state (and could differ).
+    std::vector<std::string> u;
+    if (!r.epochs) {
+      u.push_back("epochs");
+    } else if (r.epochs_basis == "default") {
+      u.push_back("epochs of the reported run (" + fmt_epochs(*r.epochs) + " is the script's default)");
+    }
+    if (r.text.empty()) u.push_back("raw vs tokenized text");
+    if (r.split.empty()) u.push_back("split (validation or test)");
+    if (!r.d_model) u.push_back("d_model");
+    if (r.norm.empty()) u.push_back("normalisation (pre / post)");
+    if (r.init.empty()) {
+      u.push_back("initialisation");
+    } else if (pub.init.empty()) {
+      u.push_back("whether " + r.init + " init matches the paper's (the paper states none)");
+    }
+    if ((r.transformer_ppl && !r.transformer_params) || !r.grassmann_params) {
+      u.push_back("parameter counts");
+    }
+    if (r.seeds.empty()) u.push_back("seeds");
+    row.unknowns = u.empty() ? "-" : join_list(u, ", ");
     out.push_back(row);
   }
 }
 
-// Our causal LM runs, grouped by (tokenizer, dataset, L, layers).
-using GroupKey = std::tuple<std::string, std::string, long long, long long>;
+// Our causal LM seed groups, paired by (tokenizer, dataset, L, layers): attention against
+// past-pairing Grassmann.
+using PairKey = std::tuple<std::string, std::string, long long, long long>;
 
-const RunRecord* best_of(const std::vector<const RunRecord*>& runs) {
-  const RunRecord* best = nullptr;
-  for (const auto* r : runs) {
-    if (!r->best_valid_ppl) continue;
-    if (!best || *r->best_valid_ppl < *best->best_valid_ppl) best = r;
+const SeedGroup* best_of(const std::vector<const SeedGroup*>& groups) {
+  const SeedGroup* best = nullptr;
+  for (const auto* g : groups) {
+    if (!g->valid.n) continue;
+    if (!best || g->valid.mean < best->valid.mean) best = g;
   }
   return best;
 }
 
-std::string model_word(Family family) {
-  return family == Family::kAttention ? "Transformer" : "Grassmann";
-}
-
-void param_caveat(const Published& pub, const RunRecord& run, Family family,
-                  std::vector<std::string>& c) {
-  if (!run.params || !run.seq_len || !run.layers) return;
-  const PaperLmRow* p = find_paper_row(pub, family, *run.layers, *run.seq_len);
-  if (!p) return;
-  if (std::fabs(*run.params - p->params) / p->params > 0.01) {
-    c.push_back(model_word(family) + " " + fmt_count(*run.params) +
-                " params vs the paper's " + p->params_text);
+std::string limits_text(const SeedGroup* t, const SeedGroup* g) {
+  std::vector<std::string> parts;
+  const RunRecord& any = (t ? t : g)->first();
+  std::optional<double> epochs;
+  for (const SeedGroup* s : {t, g}) {
+    if (s && s->first().epochs) epochs = epochs ? std::min(*epochs, *s->first().epochs) : *s->first().epochs;
   }
+  if (epochs) parts.push_back(epochs_phrase(*epochs));
+  if (t && g && t->runs.size() == g->runs.size()) {
+    parts.push_back(seeds_phrase(t->runs.size()) + " each");
+  } else {
+    for (const SeedGroup* s : {t, g}) {
+      if (s) parts.push_back(model_word(*s->first().family) + " " + seeds_phrase(s->runs.size()));
+    }
+  }
+  if (any.layers) parts.push_back(std::to_string(*any.layers) + " layers");
+  if (any.d_model) parts.push_back("d_model " + std::to_string(*any.d_model));
+  return join_list(parts, ", ");
 }
 
 void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
               std::vector<RatioRow>& out) {
-  std::map<GroupKey, std::pair<std::vector<const RunRecord*>, std::vector<const RunRecord*>>>
-      groups;  // (attention runs, past-pairing Grassmann runs)
-  for (const auto& r : runs) {
-    if (r.task != "lm" || standing_of(r) != Standing::kValid) continue;
-    GroupKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1)};
+  const std::vector<SeedGroup> groups = seed_groups(runs);
+  std::map<PairKey, std::pair<std::vector<const SeedGroup*>, std::vector<const SeedGroup*>>> pairs;
+  for (const auto& g : groups) {
+    if (g.standing != Standing::kValid) continue;
+    const RunRecord& r = g.first();
+    PairKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1)};
     if (r.family == Family::kAttention) {
-      groups[key].first.push_back(&r);
+      pairs[key].first.push_back(&g);
     } else if (r.pairing == Pairing::kPast) {
-      groups[key].second.push_back(&r);
+      pairs[key].second.push_back(&g);
     }
   }
-  for (const auto& [key, pair] : groups) {
-    const RunRecord* t = best_of(pair.first);
-    const RunRecord* g = best_of(pair.second);
-    const RunRecord* any = t ? t : g;
+  for (const auto& [key, pair] : pairs) {
+    const SeedGroup* t = best_of(pair.first);
+    const SeedGroup* g = best_of(pair.second);
+    const SeedGroup* any = t ? t : g;
     if (!any) continue;
+    const RunRecord& a = any->first();
     RatioRow row;
     row.origin = RowOrigin::kOurs;
     std::string names;
-    if (t) names += t->name;
-    if (g) names += (names.empty() ? "" : " vs ") + g->name;
+    if (t) names += t->label;
+    if (g) names += (names.empty() ? "" : " vs ") + g->label;
     row.source = "ours: " + names;
-    row.setting = tokenizer_label(*any) + ", L " + or_dash(any->seq_len) + ", " +
-                  or_dash(any->layers) + " layers";
-    row.transformer_ppl = t ? fmt_ppl(*t->best_valid_ppl) : "-";
-    row.grassmann_ppl = g ? fmt_ppl(*g->best_valid_ppl) : "-";
+    row.setting = tokenizer_label(a) + " (" + text_label(a) + "), L " + or_dash(a.seq_len) + ", " +
+                  or_dash(a.layers) + " layers";
+    if (a.d_model) row.setting += ", d_model " + std::to_string(*a.d_model);
+    row.transformer_ppl = t ? group_valid_cell(*t) : "-";
+    row.grassmann_ppl = g ? group_valid_cell(*g) : "-";
+    row.limits = limits_text(t, g);
+    for (const SeedGroup* s : {t, g}) {
+      if (s && s->first().epochs) {
+        row.epochs = row.epochs ? std::min(*row.epochs, *s->first().epochs) : *s->first().epochs;
+      }
+    }
     if (t && g) {
-      row.ratio_value = *g->best_valid_ppl / *t->best_valid_ppl;
-      row.ratio = fmt_ratio(*row.ratio_value);
+      row.ratio_value = g->valid.mean / t->valid.mean;
+      row.ratio = fmt_ratio(*row.ratio_value) + " (" + row.limits + ")";
     } else {
       row.ratio = t ? "- (no causal past-pairing run)" : "- (no causal attention run)";
     }
+
     std::vector<std::string> c;
-    c.push_back("past pairing, audited causal");
-    if (any->tokenizer != "wordpiece") {
-      c.push_back(tokenizer_label(*any) + " tokens, not the paper's WordPiece: not comparable "
-                  "with the paper's perplexities");
+    c.push_back("past pairing (the paper's text: future), audited causal");
+    // Differences shared by both runs are said once; the rest per model.
+    std::vector<std::string> shared;
+    std::vector<std::vector<std::string>> own;
+    for (const SeedGroup* s : {t, g}) {
+      if (s) own.push_back(run_differences(pub, s->first()));
     }
-    if (any->dataset.empty()) {
-      c.push_back("text variant (raw/tokenized) not recorded");
-    } else if (any->dataset.find(pub.text) == std::string::npos) {
-      c.push_back("text " + any->dataset + " vs the paper's " + pub.text);
-    }
-    for (const RunRecord* r : {t, g}) {
-      if (!r) continue;
-      const Family family = r == t ? Family::kAttention : Family::kGrassmann;
-      const std::string who = model_word(family);
-      if (r->epochs && *r->epochs != pub.epochs) {
-        c.push_back(who + " " + fmt_epochs(*r->epochs) + " epochs vs the paper's " +
-                    fmt_epochs(pub.epochs));
-      } else if (!r->epochs) {
-        c.push_back(who + " epochs not recorded");
+    for (const auto& d : own.front()) {
+      if (own.size() == 1 || std::find(own.back().begin(), own.back().end(), d) != own.back().end()) {
+        shared.push_back(d);
       }
-      if (r->d_model && *r->d_model != 256) {
-        c.push_back(who + " d_model " + std::to_string(*r->d_model) + " vs the paper's 256");
+    }
+    for (const auto& d : shared) c.push_back(d);
+    size_t k = 0;
+    for (const SeedGroup* s : {t, g}) {
+      if (!s) continue;
+      for (const auto& d : own[k]) {
+        if (std::find(shared.begin(), shared.end(), d) == shared.end()) {
+          c.push_back(model_word(*s->first().family) + " " + d);
+        }
       }
-      param_caveat(pub, *r, family, c);
+      ++k;
     }
-    if (t && g && t->tokens_seen && g->tokens_seen && *t->tokens_seen != *g->tokens_seen) {
-      c.push_back("unequal budgets: " + fmt_count(*t->tokens_seen) + " vs " +
-                  fmt_count(*g->tokens_seen) + " tokens seen");
+    if (t && g && t->first().tokens_seen && g->first().tokens_seen &&
+        *t->first().tokens_seen != *g->first().tokens_seen) {
+      c.push_back("unequal budgets: " + fmt_count(*t->first().tokens_seen) + " vs " +
+                  fmt_count(*g->first().tokens_seen) + " tokens seen");
     }
-    if (any->seq_len && any->layers &&
-        !find_paper_row(pub, Family::kAttention, *any->layers, *any->seq_len)) {
-      c.push_back("the paper has no row at this L and depth");
+    if (pair.first.size() > 1) {
+      c.push_back("best of " + std::to_string(pair.first.size()) + " attention settings");
     }
-    if (pair.first.size() > 1) c.push_back("best of " + std::to_string(pair.first.size()) + " attention runs");
-    if (pair.second.size() > 1) c.push_back("best of " + std::to_string(pair.second.size()) + " past runs");
-    row.caveats = join(c, "; ");
+    if (pair.second.size() > 1) {
+      c.push_back("best of " + std::to_string(pair.second.size()) + " past settings");
+    }
+    row.caveats = join_list(c);
+    row.unknowns = "-";
     out.push_back(row);
   }
 }
@@ -202,9 +285,10 @@ std::vector<RatioRow> ratio_rows(const Published& pub, const std::vector<RunReco
 std::string render_ratio_table(const std::vector<RatioRow>& rows) {
   MdTable t;
   t.header = {"source", "setting", "Transformer ppl", "Grassmann ppl", "ratio G/T",
-              "not comparable because"};
+              "not comparable because", "not stated by the source"};
   for (const auto& r : rows) {
-    t.rows.push_back({r.source, r.setting, r.transformer_ppl, r.grassmann_ppl, r.ratio, r.caveats});
+    t.rows.push_back({r.source, r.setting, r.transformer_ppl, r.grassmann_ppl, r.ratio, r.caveats,
+                      r.unknowns});
   }
   return t.render();
 }
@@ -219,44 +303,81 @@ std::string ratio_exclusions(const std::vector<RunRecord>& runs) {
   std::string out;
   if (!leaky.empty()) {
     out += "Left out as LEAKY (quarantined; a leaky model's perplexity is not a valid "
-           "perplexity): " + join(leaky, ", ") + ". ";
+           "perplexity): " + join_list(leaky, ", ") + ". ";
   }
   if (!unaudited.empty()) {
-    out += "Left out as NOT AUDITED: " + join(unaudited, ", ") + ". ";
+    out += "Left out as NOT AUDITED: " + join_list(unaudited, ", ") + ". ";
   }
   if (!out.empty()) out.pop_back();
   return out;
 }
 
-}  // namespace grassaudit
-
-namespace grassaudit {
-
 std::string ratio_ranges(const std::vector<RatioRow>& rows) {
   struct Range {
-    bool any = false;
+    size_t n = 0, below_one = 0;
     double lo = 0, hi = 0;
+    std::string limits;
   };
   Range ranges[3];
   for (const auto& r : rows) {
     if (!r.ratio_value) continue;
     Range& g = ranges[static_cast<int>(r.origin)];
-    if (!g.any) {
-      g = {true, *r.ratio_value, *r.ratio_value};
-    } else {
-      g.lo = std::min(g.lo, *r.ratio_value);
-      g.hi = std::max(g.hi, *r.ratio_value);
-    }
+    const double v = *r.ratio_value;
+    g.lo = g.n ? std::min(g.lo, v) : v;
+    g.hi = g.n ? std::max(g.hi, v) : v;
+    ++g.n;
+    if (v < 1.0) ++g.below_one;
+    if (r.origin == RowOrigin::kOurs && g.limits.empty()) g.limits = r.limits;
   }
   const char* names[3] = {"paper", "public reproductions", "ours"};
   std::vector<std::string> parts;
   for (int i = 0; i < 3; ++i) {
-    if (!ranges[i].any) continue;
-    std::string s = std::string(names[i]) + " " + fmt_ratio(ranges[i].lo);
-    if (fmt_ratio(ranges[i].hi) != fmt_ratio(ranges[i].lo)) s += "-" + fmt_ratio(ranges[i].hi);
+    const Range& g = ranges[i];
+    if (!g.n) continue;
+    std::string s = std::string(names[i]) + " " + fmt_ratio(g.lo);
+    if (fmt_ratio(g.hi) != fmt_ratio(g.lo)) s += "-" + fmt_ratio(g.hi);
+    if (g.below_one) {
+      s += fmt::format(" (Grassmann better in {} of {})", g.below_one, g.n);
+    }
+    if (i == static_cast<int>(RowOrigin::kOurs) && !g.limits.empty()) s += " (" + g.limits + ")";
     parts.push_back(s);
   }
-  return join(parts, "; ");
+  return join_list(parts, "; ");
+}
+
+namespace {
+// The curve's value at `epoch`, if the source published one there.
+std::optional<double> at_epoch(const std::vector<EpochPpl>& curve, double epoch) {
+  for (const auto& p : curve) {
+    if (p.epoch == epoch) return p.ppl;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::string early_ratio_note(const Published& pub, const std::vector<RatioRow>& rows) {
+  std::optional<double> shortest;
+  for (const auto& r : rows) {
+    if (r.origin == RowOrigin::kOurs && r.ratio_value && r.epochs && *r.epochs < pub.epochs) {
+      shortest = shortest ? std::min(*shortest, *r.epochs) : *r.epochs;
+    }
+  }
+  if (!shortest) return "";
+  std::vector<std::string> cases;
+  for (const auto& r : pub.repro_lm) {
+    const auto t = at_epoch(r.transformer_by_epoch, *shortest);
+    const auto g = at_epoch(r.grassmann_by_epoch, *shortest);
+    if (!t || !g || !r.transformer_ppl || !r.grassmann_ppl) continue;
+    cases.push_back(fmt::format(
+        "{} measured {} after {} ({} / {}) and {} at its best epochs ({} / {})", r.name,
+        fmt_ratio(*g / *t), epochs_phrase(*shortest), fmt_shortest(*g), fmt_shortest(*t),
+        fmt_ratio(*r.grassmann_ppl / *r.transformer_ppl), r.grassmann_ppl_text,
+        r.transformer_ppl_text));
+  }
+  if (cases.empty()) return "";
+  return "A ratio after " + epochs_phrase(*shortest) + " says little about the ratio at the best "
+         "epoch: " + join_list(cases) + ". Our ratio is an early-training measurement, not an "
+         "estimate of the converged ratio.";
 }
 
 }  // namespace grassaudit

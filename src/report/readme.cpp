@@ -4,6 +4,7 @@
 #include "report/literal_finding.h"
 #include "report/ratio_table.h"
 #include "report/snli_table.h"
+#include "report/sources_table.h"
 #include "report/wikitext_table.h"
 
 namespace grassaudit {
@@ -25,6 +26,16 @@ std::string figures_section(const FigureResult& figs) {
     out += f.caption + "\n";
   }
   return out;
+}
+
+// The reproductions' own caveats: the file's notes, then each row's note.
+std::string reproduction_notes(const Published& pub) {
+  std::string out;
+  for (const auto& n : pub.repro_notes) out += "- " + n + "\n";
+  for (const auto& r : pub.repro_lm) {
+    if (!r.note.empty()) out += "- " + r.name + ": " + r.note + "\n";
+  }
+  return out.empty() ? out : "Notes on the reproductions:\n\n" + out + "\n";
 }
 
 }  // namespace
@@ -58,6 +69,9 @@ std::string render_readme(const ReportOptions& opts, const Published& pub,
   md += render_ratio_table(ratios) + "\n";
   const std::string excluded = ratio_exclusions(runs);
   if (!excluded.empty()) md += excluded + "\n\n";
+  const std::string early = early_ratio_note(pub, ratios);
+  if (!early.empty()) md += early + "\n\n";
+  md += reproduction_notes(pub);
 
   md += "## (c) The paper-literal (future-pairing) model, trained\n\n";
   md += "Read literally, the paper pairs position t with t + D, so position t sees the token it "
@@ -76,9 +90,35 @@ std::string render_readme(const ReportOptions& opts, const Published& pub,
   md += "## Run details\n\n";
   md += details.empty() ? "No language-model runs recorded yet.\n\n" : details + "\n";
 
+  const std::string provenance = render_provenance_table(runs);
+  md += "## Run provenance\n\n";
+  if (provenance.empty()) {
+    md += "No runs recorded yet.\n\n";
+  } else {
+    md += "Which code, settings, data and command produced each run (summary.json "
+          "\"provenance\"), and which gate wrote its audit.json. A run without provenance was "
+          "produced by code older than the provenance record; its numbers are shown as recorded, "
+          "under that mark, until it is re-run.\n\n" +
+          provenance + "\n";
+  }
+
+  const std::string sources = render_sources_table(pub);
+  md += "## Sources of the published numbers\n\n";
+  md += "The paper's numbers are transcribed from the project's paper notes (SPEC.md, section 4). "
+        "Each stated field of a public reproduction was read from the file and commit below "
+        "(reference/published/reproductions.json); a field no file states is shown as \"not "
+        "stated\".\n\n";
+  md += sources.empty() ? "No citations recorded.\n\n" : sources + "\n";
+
   const std::string bench_table = render_bench_table(bench);
   md += "## Throughput\n\n";
-  md += bench_table.empty() ? "No throughput measurements recorded yet.\n" : bench_table;
+  if (bench_table.empty()) {
+    md += "No throughput measurements recorded yet.\n";
+  } else {
+    md += bench_table;
+    const std::string note = bench_threads_note(bench);
+    if (!note.empty()) md += "\n" + note + "\n";
+  }
   return md;
 }
 

@@ -98,6 +98,7 @@ void read_summary(RunRecord& run, const std::string& path) {
   }
   run.params = opt_number(j, "params", path);
   run.threads = opt_integer(j, "threads", path);
+  run.provenance = read_provenance(j, path);
   run.blas = opt_string(j, "blas", path).value_or("");
   run.wall_seconds = opt_number(j, "wall_seconds", path);
 
@@ -107,6 +108,8 @@ void read_summary(RunRecord& run, const std::string& path) {
     run.seeds = opt_integer_array(j, "seeds", path);
     run.val_acc = opt_number_array(j, "val_acc", path);
     run.test_acc = opt_number_array(j, "test_acc", path);
+    run.epochs = opt_number(j, "epochs", path);
+    run.train_pairs = opt_integer(j, "train_pairs", path);
     if (run.val_acc.empty()) throw InputError(path + ": missing 'val_acc'");
     if (!run.seeds.empty() && run.seeds.size() != run.val_acc.size()) {
       throw InputError(path + ": 'seeds' and 'val_acc' differ in length");
@@ -124,6 +127,8 @@ void read_summary(RunRecord& run, const std::string& path) {
   run.layers = opt_integer(j, "layers", path);
   run.d_model = opt_integer(j, "d_model", path);
   run.rank = opt_integer(j, "rank", path);
+  run.heads = opt_integer(j, "heads", path);
+  run.seed = opt_integer(j, "seed", path);
   run.offsets = opt_integer_array(j, "offsets", path);
   run.offset_mode = opt_string(j, "offset_mode", path).value_or("");
   run.epochs = opt_number(j, "epochs", path);
@@ -179,6 +184,7 @@ void read_metrics(RunRecord& run, const std::string& path) {
 void read_audit(RunRecord& run, const std::string& path) {
   const json j = parse_json_file(path);
   require_object(j, path);
+  run.audit_file = read_audit_file_info(j, path);
   const std::string verdict = check_verdict(opt_string(j, "verdict", path), path);
   if (!run.audit.verdict.empty() && verdict != run.audit.verdict) {
     throw InputError(path + ": malformed artifact: verdict \"" + verdict +
@@ -209,6 +215,40 @@ void read_audit(RunRecord& run, const std::string& path) {
     for (const auto& c : map.cells) map.seq_len = std::max(map.seq_len, c.t + 1);
   }
   run.leak_map = std::move(map);
+}
+
+// The settings a run was made with, minus its seed. config.json is the full record when the
+// trainer wrote one; older or hand-made folders have only summary.json.
+std::string summary_config_key(const RunRecord& run) {
+  json k{{"task", run.task}};
+  if (run.family) k["family"] = family_name(*run.family);
+  if (run.pairing) k["pairing"] = pairing_name(*run.pairing);
+  k["tokenizer"] = run.tokenizer;
+  k["dataset"] = run.dataset;
+  k["seq_len"] = run.seq_len ? json(*run.seq_len) : json();
+  k["layers"] = run.layers ? json(*run.layers) : json();
+  k["d_model"] = run.d_model ? json(*run.d_model) : json();
+  k["rank"] = run.rank ? json(*run.rank) : json();
+  k["heads"] = run.heads ? json(*run.heads) : json();
+  k["offsets"] = run.offsets;
+  k["offset_mode"] = run.offset_mode;
+  k["epochs"] = run.epochs ? json(*run.epochs) : json();
+  k["params"] = run.params ? json(*run.params) : json();
+  k["head"] = run.head;
+  return "summary:" + k.dump();
+}
+
+void read_config(RunRecord& run, const std::string& path) {
+  json j = parse_json_file(path);
+  require_object(j, path);
+  if (auto d = j.find("data"); d != j.end() && d->is_object()) {
+    run.train_data = opt_string(*d, "train", path + " (data)").value_or("");
+  }
+  // The seed is what may differ between runs of one setting.
+  j.erase("seed");
+  j.erase("seeds");
+  if (auto tr = j.find("train"); tr != j.end() && tr->is_object()) tr->erase("seed");
+  run.config_key = "config:" + j.dump();
 }
 
 }  // namespace
@@ -244,6 +284,17 @@ RunRecord load_run(const std::string& dir) {
   if (fs::is_regular_file(metrics, ec)) read_metrics(run, metrics.string());
   const auto audit = fs::path(dir) / "audit.json";
   if (fs::is_regular_file(audit, ec)) read_audit(run, audit.string());
+  const auto config = fs::path(dir) / "config.json";
+  if (fs::is_regular_file(config, ec)) {
+    read_config(run, config.string());
+  } else {
+    run.config_key = summary_config_key(run);
+  }
+  if (run.provenance) {
+    json data = json::object();
+    for (const auto& [p, h] : run.provenance->data_sha256) data[p] = h;
+    run.config_key += " data:" + data.dump();
+  }
   return run;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "report/mixer_kind.h"
+#include "report/provenance.h"
 
 namespace grassaudit {
 
@@ -61,7 +62,7 @@ struct RunRecord {
   std::optional<Pairing> pairing;
   std::string tokenizer;
   std::string dataset;  // optional: "dataset" (LM) or "features" (SNLI), free text
-  std::optional<long long> seq_len, layers, d_model, rank, threads;
+  std::optional<long long> seq_len, layers, d_model, rank, heads, threads, seed;
   std::vector<long long> offsets;
   std::string offset_mode;  // "per-layer" | "all" | ""
   std::optional<double> params, epochs, tokens_seen, wall_seconds, tokens_per_second;
@@ -70,10 +71,21 @@ struct RunRecord {
   std::optional<double> best_valid_ppl, test_ppl;                          // causal runs only
   std::optional<double> quarantined_best_valid_ppl, quarantined_test_ppl;  // leaky runs only
 
-  // SNLI runs.
+  // SNLI runs ("epochs" above is read for them too).
   std::string head;  // "grassmann" | "transformer"
   std::vector<long long> seeds;
   std::vector<double> val_acc, test_acc;
+  std::optional<long long> train_pairs;
+  std::string train_data;  // config.json data.train, e.g. "SNLI 1.0 dev, 90% not held out"
+
+  // Which code produced the run (nullopt: older code, no provenance block) and which gate wrote
+  // audit.json.
+  std::optional<RunProvenance> provenance;
+  AuditFileInfo audit_file;
+  // Everything that defines the run except its seed: config.json (seed removed) when present,
+  // else the summary's settings; plus the data hashes when provenance records them. Runs with
+  // equal keys differ only by seed.
+  std::string config_key;
 
   // metrics.jsonl (validation evaluations; training-loss records of LM runs only) and
   // audit.json (leak map), when present.

@@ -1,5 +1,7 @@
 #pragma once
-// Section (a): the WikiText-2 table. Paper rows, then reproduction rows, then our LM runs.
+// Section (a): the WikiText-2 table. Paper rows, then reproduction rows, then our LM runs (runs
+// that differ only by seed as one row: mean ± sample std). Each row carries the settings that
+// limit its number: tokenizer, text variant, L, depth, width, epochs and seeds.
 #include <string>
 #include <vector>
 
@@ -12,10 +14,10 @@ enum class RowOrigin { kPaper, kReproduction, kOurs };
 
 struct WikiRow {
   RowOrigin origin = RowOrigin::kPaper;
-  std::string run;  // our run's name; empty for published rows
+  std::string run;  // our run's name (the first member's for a seed group); empty for published rows
   // Cells, in column order.
-  std::string source, mixer, pairing, tokenizer, seq_len, layers, params, budget, valid_ppl,
-      audit;
+  std::string source, mixer, pairing, tokenizer, text, seq_len, layers, d_model, params, budget,
+      seeds, valid_ppl, audit;
 };
 
 // Column headers, in the order of WikiRow's cells.

@@ -20,6 +20,7 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
                         {"libtorch_version", TORCH_VERSION},
                         {"blas", blas_in_use()},
                         {"threads", at::get_num_threads()},
+                        {"blas_threads", blas_threads()},
                         {"world_size", in.world_size},
                         {"device", in.device},
                         {"command_line", command_line()},

@@ -18,7 +18,7 @@ struct ProvenanceInputs {
 };
 
 // {"git_commit", "git_dirty", "grassaudit_version", "libtorch_version", "blas", "threads",
-//  "world_size", "device", "command_line", "data_sha256": {path: hex}}
+//  "blas_threads" (OpenBLAS's own pool; 0 for another BLAS), "world_size", "device", "command_line", "data_sha256": {path: hex}}
 nlohmann::json run_provenance(const ProvenanceInputs& inputs);
 
 }  // namespace grassaudit

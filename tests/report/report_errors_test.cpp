@@ -242,6 +242,95 @@ TEST(ReportErrors, ReproductionPairingMustBeAGrassmannPairing) {
             std::string::npos);
 }
 
+// Every stated field of a reproduction names the file and commit it was read from.
+TEST(ReportErrors, UncitedReproductionFieldIsRejected) {
+  // GrassLM's "epochs" loses its citation.
+  const std::string msg = published_error(
+      "reproductions.json", R"("fields": ["tokenizer", "text", "seq_len", "layers", "d_model", "epochs", "best_epoch_grassmann")",
+      R"("fields": ["tokenizer", "text", "seq_len", "layers", "d_model", "best_epoch_grassmann")");
+  EXPECT_NE(msg.find("reproductions.json (wikitext2[3]): stated but not cited (give the file and "
+                     "commit it was read from): epochs"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ReportErrors, CitationOfUnknownFieldIsRejected) {
+  const std::string msg = published_error("reproductions.json", R"("fields": ["epochs"])",
+                                          R"("fields": ["epoch"])");
+  EXPECT_NE(msg.find("(citations[2]): cites unknown field 'epoch'"), std::string::npos) << msg;
+}
+
+TEST(ReportErrors, CitationCommitMustBeAFullHash) {
+  const std::string msg = published_error("reproductions.json",
+                                          R"("commit": "f8e6ad23389dbb38f3f19c60036291b496226368")",
+                                          R"("commit": "f8e6ad2")");
+  EXPECT_NE(msg.find("'commit' must be 40 lower-case hex digits, got \"f8e6ad2\""),
+            std::string::npos)
+      << msg;
+}
+
+// The SPEC's "24%" for the early alphaXiv run is not what its perplexities give (22.6%).
+TEST(ReportErrors, PublishedGapMustMatchItsPerplexities) {
+  const std::string msg = published_error("reproductions.json", R"("text": "22.6%")",
+                                          R"("text": "24%")");
+  EXPECT_NE(msg.find("reproductions.json (wikitext2[0]): gap_published \"24%\" does not match its "
+                     "perplexities (242.94 / 198.17 gives 22.59%)"),
+            std::string::npos)
+      << msg;
+  // A bare string says nothing about what the gap was computed from.
+  const std::string bare = published_error(
+      "reproductions.json",
+      R"("gap_published": {"text": "22.6%", "split": "test", "transformer_ppl": 198.17, "grassmann_ppl": 242.94})",
+      R"("gap_published": "24%")");
+  EXPECT_NE(bare.find("'gap_published' must be an object"), std::string::npos) << bare;
+}
+
+std::string provenance_error(const std::string& provenance) {
+  return report_error([&](const fs::path& runs) {
+    testing::write_text(runs / "with-provenance" / "summary.json",
+                        R"({"task": "lm", "mixer": "past", "audit": {"verdict": "causal"},
+                            "best_valid_ppl": 300.0, "provenance": )" +
+                            provenance + "}");
+  });
+}
+
+std::string good_provenance(const std::string& replace_key = "", const std::string& with = "") {
+  std::string p = R"({"git_commit": "0123456789abcdef0123456789abcdef01234567", "git_dirty": true,
+      "grassaudit_version": "0.3.0", "libtorch_version": "1.13.0", "blas": "OpenBLAS",
+      "threads": 2, "world_size": 1, "device": "cpu", "command_line": "grassaudit train",
+      "data_sha256": {"wikitext-2/wiki.train.tokens":
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}})";
+  if (!replace_key.empty()) {
+    const size_t at = p.find(replace_key);
+    EXPECT_NE(at, std::string::npos);
+    p.replace(at, replace_key.size(), with);
+  }
+  return p;
+}
+
+TEST(ReportErrors, ProvenanceIsCheckedWhenPresent) {
+  EXPECT_EQ(provenance_error(good_provenance()), "");
+  const std::string commit = provenance_error(
+      good_provenance(R"("git_commit": "0123456789abcdef0123456789abcdef01234567")",
+                      R"("git_commit": "0123456")"));
+  EXPECT_NE(commit.find("with-provenance/summary.json: provenance: 'git_commit' must be 40 hex "
+                        "digits or \"unknown\", got \"0123456\""),
+            std::string::npos)
+      << commit;
+  const std::string hash = provenance_error(good_provenance(
+      R"("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")", R"("aaaa")"));
+  EXPECT_NE(hash.find("provenance: data_sha256 'wikitext-2/wiki.train.tokens' must be 64 lower-case "
+                      "hex digits"),
+            std::string::npos)
+      << hash;
+  const std::string missing =
+      provenance_error(good_provenance(R"("libtorch_version": "1.13.0", )", ""));
+  EXPECT_NE(missing.find("provenance: missing 'libtorch_version'"), std::string::npos) << missing;
+  const std::string dirty =
+      provenance_error(good_provenance(R"("git_dirty": true)", R"("git_dirty": "yes")"));
+  EXPECT_NE(dirty.find("provenance: 'git_dirty' must be true or false"), std::string::npos) << dirty;
+}
+
 TEST(ReportErrors, BadBenchJsonNamesTheFile) {
   ScratchDir dir;
   testing::write_text(dir.path() / "bench" / "broken.json", "{\"results\": [");

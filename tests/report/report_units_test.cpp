@@ -4,13 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "report/detail_tables.h"
 #include "report/format.h"
+#include "report/limitations.h"
+#include "report/provenance.h"
 #include "report/labels.h"
 #include "report/literal_finding.h"
 #include "report/published.h"
 #include "report/ratio_table.h"
 #include "report/report.h"
 #include "report/snli_table.h"
+#include "report/stats.h"
 #include "report/wikitext_table.h"
 #include "report_test_util.h"
 #include "util/error.h"
@@ -194,19 +198,126 @@ TEST(ReportSnli, RunsAppearInTheReport) {
   testing::write_text(runs / "snli-grassmann" / "summary.json",
                       R"({"run": "snli-grassmann", "task": "snli", "head": "grassmann",
                           "seeds": [1, 2, 3], "val_acc": [0.85, 0.86, 0.87],
-                          "test_acc": [0.84, 0.85, 0.86], "params": 1234567,
-                          "features": "frozen DistilBERT-base-uncased"})");
+                          "test_acc": [0.84, 0.85, 0.86], "params": 1234567, "epochs": 2,
+                          "train_pairs": 8858, "features": "frozen DistilBERT-base-uncased"})");
   ReportOptions o = testing::fixture_options(dir.path() / "out");
   o.runs_dir = runs.string();
   generate_report(o);
   const std::string md = testing::read_text(dir.path() / "out" / "README.md");
-  EXPECT_NE(md.find("| ours: snli-grassmann | grassmann | frozen DistilBERT-base-uncased | 1,2,3 | "
-                    "86.00 ± 1.00% (n=3) | 85.00 ± 1.00% (n=3) | 1.23M |"),
+  // Epochs and training pairs sit next to the accuracies, beside the paper's.
+  EXPECT_NE(md.find("| ours: snli-grassmann | grassmann | frozen DistilBERT-base-uncased | "
+                    "8,858 pairs vs the paper's SNLI train (550,152 pairs) | 2 (the paper: 20) | "
+                    "1,2,3 | 86.00 ± 1.00% (n=3) | 85.00 ± 1.00% (n=3) | 1.23M |"),
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("No SNLI runs recorded yet"), std::string::npos);
   // An SNLI run is not a WikiText-2 row.
   EXPECT_EQ(md.find("| ours: snli-grassmann | grassmann | past"), std::string::npos);
+}
+
+TEST(ReportLimitations, EveryRecordedDifferenceFromThePaper) {
+  RunRecord r = lm_run("p", "past", "causal");
+  r.layers = 4;
+  r.d_model = 128;
+  r.rank = 16;
+  r.offsets = {1, 2, 4, 8};
+  r.dataset = "wikitext-2 (v1 tokenized, <unk>)";
+  EXPECT_EQ(run_differences(pub(), r),
+            (std::vector<std::string>{"1 epoch vs the paper's 30",
+                                      "4 layers vs the paper's 6 at L 128",
+                                      "d_model 128 vs the paper's 256",
+                                      "rank 16 vs the paper's 32",
+                                      "offsets 1,2,4,8 vs the paper's 1,2,4,8,12,16",
+                                      "text wikitext-2 (v1 tokenized, <unk>) vs the paper's raw"}));
+  // The paper's own setting: only the unrecorded text variant remains.
+  RunRecord same = lm_run("s", "past", "causal");
+  same.epochs = 30.0;
+  same.d_model = 256;
+  same.rank = 32;
+  EXPECT_EQ(run_differences(pub(), same),
+            (std::vector<std::string>{"text variant (raw / tokenized) not recorded"}));
+  RunRecord attn = lm_run("a", "attention", "causal");
+  attn.epochs = 30.0;
+  attn.heads = 8;
+  attn.dataset = "wikitext-2-raw";
+  EXPECT_EQ(run_differences(pub(), attn), (std::vector<std::string>{"8 heads vs the paper's 4"}));
+}
+
+TEST(ReportProvenance, Cells) {
+  EXPECT_EQ(code_cell(std::nullopt), "older code (no provenance)");
+  RunProvenance p;
+  p.git_commit = "0123456789abcdef0123456789abcdef01234567";
+  p.git_dirty = true;
+  p.grassaudit_version = "0.3.0";
+  p.threads = 2;
+  EXPECT_EQ(code_cell(p), "`0123456789ab` (dirty), 0.3.0");
+  p.git_commit = "unknown";
+  p.git_dirty = false;
+  EXPECT_EQ(code_cell(p), "commit unknown, 0.3.0");
+  EXPECT_EQ(threads_cell(p, std::nullopt), "2 / not recorded");
+  p.blas_threads = 2;
+  EXPECT_EQ(threads_cell(p, 7), "2 / 2");  // the provenance record wins over the summary
+  EXPECT_EQ(threads_cell(std::nullopt, 1), "1 / not recorded");
+  EXPECT_EQ(data_cell(p), "none recorded");
+  AuditFileInfo none;
+  EXPECT_EQ(older_code_note(none), "produced by older code (no provenance)");
+  AuditFileInfo old;
+  old.present = true;
+  EXPECT_EQ(older_code_note(old), "produced by older code (no provenance; audit by an older gate)");
+  old.current_gate = true;
+  EXPECT_EQ(older_code_note(old), "produced by older code (no provenance)");
+}
+
+TEST(ReportBench, ThreadsSayWhichPool) {
+  BenchPoint p;
+  p.file = "f.json";
+  p.mixer = "past";
+  p.batch = 1;
+  p.seq_len = 128;
+  p.tokens_per_second = 1000;
+  p.threads = 1;
+  p.blas = "OpenBLAS (x)";
+  // Not recorded: the cell says so and a note explains OpenBLAS's own pool.
+  EXPECT_NE(render_bench_table({p}).find("| 1 / not recorded |"), std::string::npos);
+  EXPECT_NE(bench_threads_note({p}).find("a pthread OpenBLAS keeps its own pool"),
+            std::string::npos);
+  p.blas_threads = 1;
+  EXPECT_NE(render_bench_table({p}).find("| 1 / 1 |"), std::string::npos);
+  EXPECT_EQ(bench_threads_note({p}), "");
+}
+
+TEST(ReportFormat, Thousands) {
+  EXPECT_EQ(fmt_thousands(550152), "550,152");
+  EXPECT_EQ(fmt_thousands(8858), "8,858");
+  EXPECT_EQ(fmt_thousands(999), "999");
+  EXPECT_EQ(fmt_thousands(-1234567), "-1,234,567");
+  EXPECT_EQ(quarantined_text("2.60 ± 0.14 (n=2)", 15),
+            "~~2.60 ± 0.14 (n=2)~~ QUARANTINED (LEAKY, horizon 15)");
+}
+
+TEST(ReportPublished, SourcesStateWhatTheyStateAndNothingElse) {
+  // Spot checks of reproductions.json against the files cited (see the Sources table).
+  const ReproLmRow* grasslm = nullptr;
+  const ReproLmRow* early = nullptr;
+  for (const auto& r : pub().repro_lm) {
+    if (r.name == "GrassLM") grasslm = &r;
+    if (r.name == "alphaXiv paper-implementations, early") early = &r;
+  }
+  ASSERT_NE(grasslm, nullptr);
+  EXPECT_EQ(grasslm->grassmann_params, 12607168.0);
+  EXPECT_EQ(grasslm->text, "raw");
+  EXPECT_EQ(grasslm->epochs, 30.0);
+  EXPECT_EQ(grasslm->best_epoch_grassmann, 19);
+  EXPECT_FALSE(grasslm->gap.has_value());
+  ASSERT_NE(early, nullptr);
+  ASSERT_TRUE(early->gap.has_value());
+  EXPECT_EQ(early->gap->split, "test");
+  EXPECT_NEAR(gap_percent(*early->gap), 22.59, 0.005);
+  ASSERT_FALSE(early->transformer_by_epoch.empty());
+  EXPECT_EQ(early->transformer_by_epoch.front().epoch, 1.0);
+  for (const auto& r : pub().repro_lm) {
+    if (r.name == "kanenorman/grassmann") EXPECT_FALSE(r.gap.has_value());  // it publishes none
+  }
 }
 
 }  // namespace
