@@ -103,6 +103,12 @@ ModelConfig model_config_from_flags(const po::variables_map& vm, ModelConfig c) 
   return c;
 }
 
+void refuse_with_resume(const po::variables_map& vm, const std::vector<std::string>& refused, const std::string& what) {
+  for (const auto& flag : refused)
+    if (vm.count(flag))
+      throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's {} used)", flag, what));
+}
+
 void print_runtime_banner() { std::cerr << runtime_banner(); }
 
 }  // namespace grassaudit::cli

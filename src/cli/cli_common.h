@@ -68,6 +68,10 @@ std::vector<std::string> config_flag_names(const std::vector<Field<Config>>& fie
 void add_model_options(po::options_description& desc);
 ModelConfig model_config_from_flags(const po::variables_map& vm, ModelConfig base);
 
+// With --resume the checkpoint's settings are used: each flag in `refused` that was given is an
+// InputError "--F cannot be combined with --resume (the checkpoint's <what> used)".
+void refuse_with_resume(const po::variables_map& vm, const std::vector<std::string>& refused, const std::string& what);
+
 // Prints the runtime banner (threads, parallel info, BLAS) to stderr.
 void print_runtime_banner();
 

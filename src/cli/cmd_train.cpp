@@ -98,9 +98,7 @@ int train_main(int argc, char** argv) {
       for (const auto& flag : config_flag_names(train_config_fields()))
         if (flag != "max-tokens" && flag != "loss-impl") refused.push_back(flag);
       for (const auto& flag : config_flag_names(model_config_fields())) refused.push_back(flag);
-      for (const auto& flag : refused)
-        if (vm.count(flag))
-          throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's config is used)", flag));
+      refuse_with_resume(vm, refused, "config is");
       req.resume = resume;  // run_training loads it before any output: a bad file is one line
       if (vm.count("max-tokens")) {
         const int64_t max_tokens = vm["max-tokens"].as<int64_t>();

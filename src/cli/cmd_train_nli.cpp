@@ -70,9 +70,7 @@ int train_nli_main(int argc, char** argv) {
       std::vector<std::string> refused{"train", "seed", "seeds"};
       for (const auto& flag : config_flag_names(nli_config_fields())) refused.push_back(flag);
       for (const auto& flag : config_flag_names(nli_train_config_fields())) refused.push_back(flag);
-      for (const auto& flag : refused)
-        if (vm.count(flag))
-          throw InputError(fmt::format("--{} cannot be combined with --resume (the checkpoint's settings are used)", flag));
+      refuse_with_resume(vm, refused, "settings are");
       req.resume = resume;  // the trainer loads it before any output: a bad file is one line
       req.out_dir = vm.count("out") ? out : default_resume_out_dir(resume);
     } else {

@@ -21,11 +21,9 @@ void check_attention_heads(int64_t d_model, int64_t heads) {
     throw InputError(fmt::format("attention: d_model ({}) must be divisible by heads ({})", d_model, heads));
 }
 
-AttentionMixerImpl::AttentionMixerImpl(int64_t d_model, int64_t heads, double dropout)
+AttentionParamsImpl::AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout)
     : d_model_(d_model), heads_(heads) {
   check_attention_heads(d_model, heads);
-  // register_module names are checkpoint keys, shared with AttentionReferenceImpl so weights
-  // copy across by name (pinned by tests/core/test_checkpoint_keys.cpp).
   in_proj_ = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
   out_proj_ = register_module("out_proj", torch::nn::Linear(d_model, d_model));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));

@@ -11,17 +11,6 @@
 
 namespace grassaudit {
 
-AttentionReferenceImpl::AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout)
-    : d_model_(d_model), heads_(heads) {
-  check_attention_heads(d_model, heads);
-  // The same names, shapes and order as AttentionMixerImpl: they are checkpoint keys.
-  in_proj_ = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
-  out_proj_ = register_module("out_proj", torch::nn::Linear(d_model, d_model));
-  norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(dropout));
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
-}
-
 // h: [B, L, d] -> [B, L, d].
 //   [q | k | v] = h W_in^T + b_in                      q, k, v: [B, L, d]
 //   per head i (columns i*dh .. (i+1)*dh):

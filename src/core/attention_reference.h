@@ -8,21 +8,16 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "core/token_mixer.h"
+#include "core/attention_mixer.h"
 
 namespace grassaudit {
 
-class AttentionReferenceImpl : public TokenMixerImpl {
+class AttentionReferenceImpl : public AttentionParamsImpl {
  public:
   // InputError unless heads >= 1 divides d_model.
-  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout);
+  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout)
+      : AttentionParamsImpl(d_model, heads, dropout) {}
   torch::Tensor forward(const torch::Tensor& h) override;
-
- private:
-  int64_t d_model_, heads_;
-  torch::nn::Linear in_proj_{nullptr}, out_proj_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
-  torch::nn::Dropout attn_dropout_{nullptr}, dropout_{nullptr};
 };
 
 }  // namespace grassaudit
