@@ -1,6 +1,7 @@
 #include "audit/audit_prober.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: no longer reached through ATen.h in LibTorch 2.x
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
