@@ -60,6 +60,41 @@ std::vector<std::string> split_names(const std::string& text, const char* flag =
   return out;
 }
 
+// --audit-cost: the gate's time beside the epoch it is compared with.
+struct AuditCost {
+  double audit_seconds, epoch_seconds;
+  std::string verdict;
+  int64_t probes;
+  std::string precision;
+};
+
+// One result's JSON (with the GEMM fraction and the audit cost when measured), and its line on stderr.
+nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* ac) {
+  auto j = to_json(t);
+  if (gemm > 0) {
+    j["gemm_gflops"] = gemm;
+    j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / gemm;
+  }
+  if (ac) {
+    j["audit_seconds"] = ac->audit_seconds;
+    j["audit_verdict"] = ac->verdict;
+    j["audit_probes"] = ac->probes;
+    j["audit_precision"] = ac->precision;
+    j["epoch_seconds_estimate"] = ac->epoch_seconds;
+    j["audit_fraction_of_epoch"] = ac->audit_seconds / ac->epoch_seconds;
+    std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.2f}% of a {:.0f} s training epoch\n", t.mixer,
+                             ac->audit_seconds, ac->verdict, 100 * ac->audit_seconds / ac->epoch_seconds,
+                             ac->epoch_seconds);
+  }
+  std::string label = t.mixer;
+  if (!t.loss_impl.empty()) label += " " + t.loss_impl + (t.loss_chunk > 0 ? fmt::format("/{}", t.loss_chunk) : "");
+  std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
+                           "peak RSS {:.0f} MB{}\n",
+                           label, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
+                           t.peak_rss_mb, gemm > 0 ? fmt::format("  {:.2f} of sgemm", j["fraction_of_gemm"].get<double>()) : "");
+  return j;
+}
+
 int run(int argc, char** argv) {
   po::options_description desc("bench options");
   int threads = 0;
@@ -102,12 +137,6 @@ int run(int argc, char** argv) {
 
   std::vector<BenchTiming> results;
   double gemm = 0;
-  struct AuditCost {
-    double audit_seconds, epoch_seconds;
-    std::string verdict;
-    int64_t probes;
-    std::string precision;
-  };
   std::map<size_t, AuditCost> audit_costs;  // --audit-cost: by result index
   if (vm.count("model")) {
     Preset preset = get_preset(vm["model"].as<std::string>());
@@ -188,33 +217,8 @@ int run(int argc, char** argv) {
   }
 
   nlohmann::json arr = nlohmann::json::array();
-  for (size_t k = 0; k < results.size(); ++k) {
-    const auto& t = results[k];
-    auto j = to_json(t);
-    if (gemm > 0) {
-      j["gemm_gflops"] = gemm;
-      j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / gemm;
-    }
-    if (audit_costs.count(k)) {
-      const auto& ac = audit_costs.at(k);
-      j["audit_seconds"] = ac.audit_seconds;
-      j["audit_verdict"] = ac.verdict;
-      j["audit_probes"] = ac.probes;
-      j["audit_precision"] = ac.precision;
-      j["epoch_seconds_estimate"] = ac.epoch_seconds;
-      j["audit_fraction_of_epoch"] = ac.audit_seconds / ac.epoch_seconds;
-      std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.2f}% of a {:.0f} s training epoch\n", t.mixer,
-                               ac.audit_seconds, ac.verdict, 100 * ac.audit_seconds / ac.epoch_seconds,
-                               ac.epoch_seconds);
-    }
-    arr.push_back(j);
-    std::string label = t.mixer;
-    if (!t.loss_impl.empty()) label += " " + t.loss_impl + (t.loss_chunk > 0 ? fmt::format("/{}", t.loss_chunk) : "");
-    std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
-                             "peak RSS {:.0f} MB{}\n",
-                             label, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
-                             t.peak_rss_mb, gemm > 0 ? fmt::format("  {:.2f} of sgemm", j["fraction_of_gemm"].get<double>()) : "");
-  }
+  for (size_t k = 0; k < results.size(); ++k)
+    arr.push_back(result_entry(results[k], gemm, audit_costs.count(k) ? &audit_costs.at(k) : nullptr));
   nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
   const std::string text = doc.dump(2) + "\n";
   std::cout << text;

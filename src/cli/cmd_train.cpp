@@ -53,7 +53,7 @@ int train_main(int argc, char** argv) {
   return guarded("train", [&]() -> int {
     po::options_description desc("train options");
     int threads = 0;
-    std::string mixer, preset, config, data_dir, out, resume, device;
+    std::string mixer, preset, config, data_dir, out, resume, device, precision;
     double time_budget = 0;
     desc.add_options()
         ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
@@ -64,6 +64,9 @@ int train_main(int argc, char** argv) {
         ("out", po::value<std::string>(&out), "output folder (default: runs/<preset>-<tokenizer>-<mixer>)")
         ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its config is used)")
         ("device", po::value<std::string>(&device)->default_value("cpu"), "cpu | cuda")
+        ("precision", po::value<std::string>(&precision),
+         "CUDA float32 math of the training steps: fp32 | tf32 | bf16 (default tf32 on cuda; cpu: fp32 only). "
+         "Evaluation is IEEE float32 and the audit gate runs on an exact CPU copy whatever this says")
         ("time-budget", po::value<double>(&time_budget),
          "wall seconds for this session: training stops early enough for the closing audit and evaluations "
          "to finish inside it (the LR schedule still spans the planned epochs)")
@@ -75,7 +78,8 @@ int train_main(int argc, char** argv) {
     const std::string usage =
         "usage: grassaudit train --mixer NAME --preset NAME|--config FILE [--data-dir DIR] [--tokenizer word|wordpiece]\n"
         "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
-        "                        [--device cpu|cuda] [--loss-impl fused|materialized] [--time-budget SECONDS]\n"
+        "                        [--device cpu|cuda] [--precision fp32|tf32|bf16] [--loss-impl fused|materialized]\n"
+        "                        [--time-budget SECONDS]\n"
         "                        [model flags]";
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
@@ -85,6 +89,8 @@ int train_main(int argc, char** argv) {
     req.allow_other_data = vm.count("allow-other-data") > 0;
     req.device = device;
     if (device != "cpu" && device != "cuda") throw InputError(fmt::format("--device must be cpu or cuda, got '{}'", device));
+    req.precision = resolve_cuda_precision(
+        vm.count("precision") ? std::optional<std::string>(precision) : std::nullopt, device);
     if (vm.count("time-budget")) {
       if (!(time_budget > 0) || !std::isfinite(time_budget))
         throw InputError(fmt::format("--time-budget must be a positive number of seconds, got {}", time_budget));

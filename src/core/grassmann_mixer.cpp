@@ -165,7 +165,10 @@ torch::Tensor GrassmannMixerImpl::forward_literal(const torch::Tensor& h) {
 }
 
 torch::Tensor GrassmannMixerImpl::forward(const torch::Tensor& h) {
-  return options_.literal ? forward_literal(h) : forward_fast(h);
+  // The fast path's fused loops (pluecker_partner_mean, pluecker_wedge, the gate blend) are CPU
+  // loops over raw pointers; on any other device the literal path computes the same function
+  // with ATen ops alone (tests/core compare the two paths).
+  return (options_.literal || !h.device().is_cpu()) ? forward_literal(h) : forward_fast(h);
 }
 
 void register_grassmann_mixers(MixerRegistry& registry) {

@@ -2,16 +2,23 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <torch/nn/module.h>
+#include <torch/version.h>
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 #include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "util/error.h"
 
 namespace grassaudit {
 
@@ -126,6 +133,153 @@ std::string machine_description() {
     }
   }
   return fmt::format("{}, {} cores", model, std::thread::hardware_concurrency());
+}
+
+// ---- CUDA math ----
+
+CudaPrecision parse_cuda_precision(const std::string& name) {
+  if (name == "fp32") return CudaPrecision::kFp32;
+  if (name == "tf32") return CudaPrecision::kTf32;
+  if (name == "bf16") return CudaPrecision::kBf16;
+  throw InputError(fmt::format("--precision must be fp32, tf32 or bf16, got '{}'", name));
+}
+
+const char* cuda_precision_name(CudaPrecision precision) {
+  switch (precision) {
+    case CudaPrecision::kFp32: return "fp32";
+    case CudaPrecision::kTf32: return "tf32";
+    case CudaPrecision::kBf16: return "bf16";
+  }
+  return "fp32";
+}
+
+CudaPrecision resolve_cuda_precision(const std::optional<std::string>& flag, const std::string& device) {
+  const bool cuda = device == "cuda";
+  if (!flag) return cuda ? CudaPrecision::kTf32 : CudaPrecision::kFp32;
+  const CudaPrecision p = parse_cuda_precision(*flag);
+  if (!cuda && p != CudaPrecision::kFp32)
+    throw InputError(fmt::format("--precision {} needs --device cuda (CPU math is always fp32)", *flag));
+  return p;
+}
+
+namespace {
+// The precision configure_cuda_math set (nullopt: never called, a CPU run).
+std::optional<CudaPrecision>& configured_precision() {
+  static std::optional<CudaPrecision> p;
+  return p;
+}
+
+// The TF32 switches alone. setAllowTF32CuBLAS is the one call that keeps LibTorch's legacy
+// matmul-precision field and (from 2.9 on) its per-backend fp32_precision in step; the getters
+// are never called (from 2.9 on they warn that the API is deprecated).
+void set_tf32(bool on) {
+  auto& ctx = at::globalContext();
+  ctx.setAllowTF32CuBLAS(on);
+  ctx.setAllowTF32CuDNN(on);
+}
+}  // namespace
+
+void configure_cuda_math(CudaPrecision precision) {
+  set_tf32(precision != CudaPrecision::kFp32);
+  auto& ctx = at::globalContext();
+  ctx.setDeterministicCuDNN(true);
+  ctx.setBenchmarkCuDNN(false);
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  configured_precision() = precision;
+}
+
+std::string cuda_math_description(CudaPrecision precision) {
+  const char* what = "IEEE float32 GEMMs (TF32 off)";
+  if (precision == CudaPrecision::kTf32) what = "training GEMMs in TF32";
+  if (precision == CudaPrecision::kBf16) what = "training forward and loss under bf16 autocast, other GEMMs in TF32";
+  const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  return fmt::format("CUDA math: {} ({}); evaluation in IEEE float32; the audit gate on an exact CPU copy "
+                     "(float32 probes, float64 re-run); cuDNN deterministic, benchmark off; "
+                     "CUBLAS_WORKSPACE_CONFIG={}",
+                     cuda_precision_name(precision), what, ws ? ws : "(unset)");
+}
+
+ScopedCudaMath::ScopedCudaMath(CudaPrecision precision) : active_(configured_precision().has_value()) {
+  if (active_) set_tf32(precision != CudaPrecision::kFp32);
+}
+
+ScopedCudaMath::~ScopedCudaMath() {
+  if (active_) set_tf32(*configured_precision() != CudaPrecision::kFp32);
+}
+
+// LibTorch 2.4 replaced the per-backend autocast calls (set_enabled / set_cpu_enabled,
+// set_autocast_gpu_dtype / set_autocast_cpu_dtype) by device-type ones; the old ones are
+// deprecated there and may go.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define GRASSAUDIT_AUTOCAST_BY_DEVICE 1
+#else
+#define GRASSAUDIT_AUTOCAST_BY_DEVICE 0
+#endif
+
+namespace {
+void check_autocast_device(c10::DeviceType device) {
+  if (device != c10::DeviceType::CPU && device != c10::DeviceType::CUDA)
+    throw std::invalid_argument("AutocastScope: only CPU and CUDA autocast are supported");
+}
+
+bool autocast_enabled(c10::DeviceType device) {
+#if GRASSAUDIT_AUTOCAST_BY_DEVICE
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
+at::ScalarType autocast_dtype(c10::DeviceType device) {
+#if GRASSAUDIT_AUTOCAST_BY_DEVICE
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                         : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+#if GRASSAUDIT_AUTOCAST_BY_DEVICE
+  at::autocast::set_autocast_dtype(device, dtype);
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
+}
+}  // namespace
+
+AutocastScope::AutocastScope(c10::DeviceType device, at::ScalarType dtype)
+    : device_((check_autocast_device(device), device)),
+      prev_enabled_(autocast_enabled(device)),
+      prev_dtype_(autocast_dtype(device)) {
+  set_autocast(device_, true, dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  // As torch.autocast.__exit__: the cache of casted weights lives for the outermost scope only.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set_autocast(device_, prev_enabled_, prev_dtype_);
+}
+
+void warm_up_training_step(torch::nn::Module& model, const std::function<at::Tensor()>& loss) {
+  const bool was_training = model.is_training();
+  model.eval();
+  try {
+    loss().backward();
+  } catch (...) {
+    model.train(was_training);
+    throw;
+  }
+  for (auto& p : model.parameters()) p.mutable_grad() = at::Tensor();
+  model.train(was_training);
 }
 
 }  // namespace grassaudit

@@ -1,6 +1,18 @@
 #pragma once
-// Process-wide runtime settings: thread count, BLAS identification, device choice.
+// Process-wide runtime settings: thread count, BLAS identification, device choice, CUDA math.
+#include <functional>
+#include <optional>
 #include <string>
+
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+
+namespace at {
+class Tensor;
+}
+namespace torch::nn {
+class Module;
+}
 
 namespace grassaudit {
 
@@ -24,5 +36,71 @@ std::string runtime_banner();
 
 // A short machine description for benchmark artifacts: CPU model, cores.
 std::string machine_description();
+
+// ---- CUDA math (train --precision) ----
+// How a CUDA training step does its float32 math:
+//   fp32  IEEE float32 everywhere (cuBLAS/cuDNN TF32 off);
+//   tf32  float32 tensors, but cuBLAS/cuDNN GEMMs with TF32 inputs (10-bit mantissa, float32
+//         accumulation): on Hopper about 7x the plain float32 rate (dense, vendor figures);
+//   bf16  tf32, plus the forward and the loss under autocast to bfloat16 (AutocastScope).
+// CPU math is never changed: the audit gate's exact CPU copy, its float32 probes and its float64
+// re-run are unaffected by any of these (TF32 applies to float32 CUDA GEMMs only).
+enum class CudaPrecision { kFp32, kTf32, kBf16 };
+
+// "fp32" | "tf32" | "bf16"; anything else: InputError "--precision must be fp32, tf32 or bf16, got 'x'".
+CudaPrecision parse_cuda_precision(const std::string& name);
+const char* cuda_precision_name(CudaPrecision precision);
+// The --precision flag for a run on `device` ("cpu" | "cuda"): not given (nullopt) means tf32 on
+// CUDA, fp32 on CPU; on CPU anything but fp32 is an InputError (nothing would change, so a silent
+// accept would record a precision the run never had).
+CudaPrecision resolve_cuda_precision(const std::optional<std::string>& flag, const std::string& device);
+
+// Sets the process-wide CUDA math for `precision`: TF32 for cuBLAS and cuDNN (on for tf32/bf16),
+// cuDNN deterministic with benchmarking off (cheap: grassaudit runs no convolutions), and
+// CUBLAS_WORKSPACE_CONFIG=:4096:8 unless already set (cuBLAS's documented condition for
+// reproducible results across streams; read when the first cuBLAS handle is made, so call this
+// before any CUDA GEMM). Call it for CUDA runs only; CPU runs never touch these flags.
+void configure_cuda_math(CudaPrecision precision);
+// One line for logs: "CUDA math: tf32 (...)".
+std::string cuda_math_description(CudaPrecision precision);
+
+// Within its scope, CUDA float32 GEMMs run in `precision`'s TF32 setting; at exit the setting of
+// configure_cuda_math comes back. A no-op when configure_cuda_math was never called (CPU runs).
+// Evaluation uses ScopedCudaMath(kFp32): every reported perplexity comes from IEEE float32 math.
+class ScopedCudaMath {
+ public:
+  explicit ScopedCudaMath(CudaPrecision precision);
+  ~ScopedCudaMath();
+  ScopedCudaMath(const ScopedCudaMath&) = delete;
+  ScopedCudaMath& operator=(const ScopedCudaMath&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+// torch.autocast(device, dtype) for one scope: ops on the autocast lists run in `dtype`
+// (matmuls, linear) or float32 (softmax, layer norm, losses); the cast cache is cleared when the
+// outermost scope ends. Backward must run outside it (as PyTorch prescribes); the parameters and
+// their gradients stay float32. The trainer uses it on CUDA only; tests use it on CPU, whose
+// autocast works the same way with its own op lists.
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType device, at::ScalarType dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool prev_enabled_;
+  at::ScalarType prev_dtype_;
+};
+
+// Pays a device's one-time costs (on CUDA: cuBLAS handles, lazy kernel loading, the caching
+// allocator's first blocks, seconds in all) before a training loop starts its clock, so the step
+// time it projects after a few steps is the steady one. Runs loss() and its backward once with
+// `model` in eval mode (no dropout, so no random number is drawn), then drops every gradient and
+// restores the training mode: weights, optimizer state and RNG state are as before.
+void warm_up_training_step(torch::nn::Module& model, const std::function<at::Tensor()>& loss);
 
 }  // namespace grassaudit

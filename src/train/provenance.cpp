@@ -23,6 +23,7 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
                         {"blas_threads", blas_threads()},
                         {"world_size", in.world_size},
                         {"device", in.device},
+                        {"precision", in.precision},
                         {"command_line", command_line()},
                         {"data_sha256", data}};
 }

@@ -15,10 +15,12 @@ struct ProvenanceInputs {
   std::map<std::string, std::string> data_sha256;  // path relative to the data folder -> hex
   std::string device = "cpu";
   int64_t world_size = 1;
+  std::string precision = "fp32";  // CUDA float32 math of the training steps (train --precision)
 };
 
 // {"git_commit", "git_dirty", "grassaudit_version", "libtorch_version", "blas", "threads",
-//  "blas_threads" (OpenBLAS's own pool; 0 for another BLAS), "world_size", "device", "command_line", "data_sha256": {path: hex}}
+//  "blas_threads" (OpenBLAS's own pool; 0 for another BLAS), "world_size", "device", "precision"
+//  (fp32 | tf32 | bf16; always fp32 on CPU), "command_line", "data_sha256": {path: hex}}
 nlohmann::json run_provenance(const ProvenanceInputs& inputs);
 
 }  // namespace grassaudit

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
@@ -186,6 +187,7 @@ class LmTask : public TrainingTask {
         optimizer_(optimizer), metrics_(metrics), progress_(progress), clock_(run.state.loop.elapsed),
         gate_(gate_audit_options(data.L, cfg_.audit_trials, cfg_.audit_batch, cfg_.seed)),
         loss_impl_(parse_loss_impl(cfg_.loss_impl)),
+        bf16_(device.is_cuda() && req.precision == CudaPrecision::kBf16),
         last_good_(run.resuming ? req.resume : std::string()),
         last_good_step_(run.resuming ? run.state.loop.step : -1) {}
 
@@ -197,7 +199,15 @@ class LmTask : public TrainingTask {
     x = x.to(device_);
     y = y.to(device_);
     // x, y: [n, L]; the fused head never builds the [n * L, V] logits (core/lm_loss.h)
-    return StepLoss{lm_loss(model_, x, y, loss_impl_), n * data_.L, n * data_.L};
+    return StepLoss{loss_of(x, y), n * data_.L, n * data_.L};
+  }
+
+  // The training loss of one batch (x, y: [n, L]): under bf16 autocast with --precision bf16;
+  // the loop runs backward after the scope has ended, as autocast prescribes.
+  torch::Tensor loss_of(const torch::Tensor& x, const torch::Tensor& y) {
+    std::optional<AutocastScope> autocast;
+    if (bf16_) autocast.emplace(c10::DeviceType::CUDA, at::kBFloat16);
+    return lm_loss(model_, x, y, loss_impl_);
   }
 
   bool validate() override {
@@ -205,7 +215,9 @@ class LmTask : public TrainingTask {
     progress_.break_line();
     std::cerr << "validation: auditing the weights, then evaluating...\n";
     const auto t0 = std::chrono::steady_clock::now();
-    auto g = gated_evaluate(gate_, model_, data_.valid, cfg_.eval_batch, device_, [] { return interrupt_requested(); });
+    const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
+    auto g = gated_evaluate(gate_, model_, data_.valid, cfg_.eval_batch, device_, [] { return interrupt_requested(); },
+                            loss_impl_);
     if (!g) return false;
     last_validation_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double ppl = g->stats.ppl();
@@ -268,6 +280,7 @@ class LmTask : public TrainingTask {
   }
 
   AuditGate& gate() { return gate_; }
+  LossImpl loss_impl() const { return loss_impl_; }
   LanguageModel& model() { return model_; }
   const RunClock& clock() const { return clock_; }
   const c10::Device& device() const { return device_; }
@@ -290,6 +303,7 @@ class LmTask : public TrainingTask {
   RunClock clock_;
   AuditGate gate_;
   LossImpl loss_impl_;
+  bool bf16_;  // the forward and loss under CUDA bf16 autocast (--precision bf16)
   std::vector<int64_t> order_;
   std::string last_good_;
   int64_t last_good_step_;
@@ -344,7 +358,7 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
   s["test_tokens"] = test.stats.tokens;
   put_ppl(s, "best_valid_ppl", std::exp(*st.best_valid_loss), leaky);
   put_ppl(s, "test_ppl", test.stats.ppl(), leaky);
-  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, 1});
+  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, 1, cuda_precision_name(req.precision)});
   return s;
 }
 
@@ -378,8 +392,9 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
     best = task.model();
   }
   std::cerr << "test: auditing the best weights, then evaluating...\n";
+  const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
   auto tg = gated_evaluate(task.gate(), best, data.test, run.train.eval_batch, device,
-                           [] { return interrupt_requested(); });
+                           [] { return interrupt_requested(); }, task.loss_impl());
   if (!tg) return interrupted_outcome(task, st.loop, paths);
   const AuditResult& audit = tg->audit;
   {
@@ -444,12 +459,17 @@ std::string default_resume_out_dir(const std::string& checkpoint_path) {
 TrainOutcome run_training(const TrainRequest& req) {
   const auto session_start = std::chrono::steady_clock::now();
   const c10::Device device = parse_device(req.device);
+  if (!device.is_cuda() && req.precision != CudaPrecision::kFp32)
+    throw InputError(fmt::format("--precision {} needs --device cuda (CPU math is always fp32)",
+                                 cuda_precision_name(req.precision)));
+  if (device.is_cuda()) configure_cuda_math(req.precision);  // before the first cuBLAS handle
   ResolvedRun run = resolve_run(req);
   const LmSplits data = load_splits(req, run);
   const RunPaths paths = prepare_out_dir(req, run.resuming, run.state.loop.step);
   // Everything the run needs has been read and checked: only now the runtime banner, so a bad
   // input ends in its one error line alone.
   if (req.print_banner) std::cerr << runtime_banner();
+  if (req.print_banner && device.is_cuda()) std::cerr << cuda_math_description(req.precision) << "\n";
   record_config(run, paths);
 
   const TrainConfig& t = run.train;
@@ -487,6 +507,15 @@ TrainOutcome run_training(const TrainRequest& req) {
   JsonlLog metrics(paths.metrics);
   Progress progress(std::max<int64_t>(loop.last_step, st.step), t.log_every, req.plain_progress);
   LmTask task(req, run, data, paths, device, model, *optimizer, metrics, progress);
+  if (device.is_cuda()) {
+    // The CUDA start-up costs (seconds) outside the loop's clock: its step time after 3 steps is
+    // then the steady one, which a short lease reads to see whether its plan fits.
+    const int64_t n = std::min(t.batch, data.train.num_blocks);
+    auto [x, y] = make_batch_range(data.train, 0, n);
+    x = x.to(device);
+    y = y.to(device);
+    warm_up_training_step(*model, [&] { return task.loss_of(x, y); });
+  }
   loop.time_budget_seconds = req.time_budget_seconds;
   loop.session_start = session_start;
   loop.reserve_seconds = [&task] { return task.closing_seconds_estimate(); };

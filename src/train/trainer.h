@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/model_config.h"
+#include "core/runtime.h"
 #include "train/train_config.h"
 
 namespace grassaudit {
@@ -39,6 +40,9 @@ struct TrainRequest {
   std::string cache_dir;  // tokenized corpus cache ("" = none)
   bool allow_other_data = false;
   std::string device = "cpu";  // cpu | cuda
+  // CUDA float32 math of the training steps (core/runtime.h); evaluation is always IEEE float32
+  // and the gate always audits an exact CPU copy. Must be kFp32 on CPU.
+  CudaPrecision precision = CudaPrecision::kFp32;
   bool plain_progress = false; // never draw a bar (tests)
   bool print_banner = false;   // the runtime banner, once inputs are checked (the CLI)
   // Wall seconds this session may take (0 = no limit): training stops early enough for the
