@@ -20,6 +20,8 @@ namespace {
 
 using testing::ScratchDir;
 using testing::read_text;
+using testing::row_cells;
+using testing::section;
 namespace fs = std::filesystem;
 
 fs::path seeds_runs() { return testing::fixtures_dir() / "seeds" / "runs"; }
@@ -33,35 +35,6 @@ ReportOptions seeds_options(const fs::path& out) {
 const Published& pub() {
   static const Published p = load_published((testing::source_dir() / "reference").string());
   return p;
-}
-
-// Cells of the Markdown table row whose first cell is `first_cell`.
-std::vector<std::string> row_cells(const std::string& md, const std::string& first_cell) {
-  std::istringstream in(md);
-  std::string line;
-  const std::string prefix = "| " + first_cell + " |";
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    std::vector<std::string> cells;
-    size_t pos = 1;
-    while (pos < line.size()) {
-      const size_t end = line.find(" |", pos);
-      if (end == std::string::npos) break;
-      std::string cell = line.substr(pos, end - pos);
-      if (!cell.empty() && cell[0] == ' ') cell.erase(0, 1);
-      cells.push_back(cell);
-      pos = end + 2;
-    }
-    return cells;
-  }
-  return {};
-}
-
-std::string section(const std::string& md, const std::string& from) {
-  const size_t start = md.find(from);
-  if (start == std::string::npos) return "";
-  const size_t end = md.find("\n## ", start + from.size());
-  return md.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
 class SeedReport : public ::testing::Test {

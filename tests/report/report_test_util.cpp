@@ -56,4 +56,35 @@ std::map<std::string, std::string> tree_contents(const fs::path& root) {
   return out;
 }
 
+std::vector<std::string> row_cells(const std::string& md, const std::string& first_cell) {
+  std::istringstream in(md);
+  std::string line;
+  const std::string prefix = "| " + first_cell + " |";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::vector<std::string> cells;
+    size_t pos = 1;
+    while (pos < line.size()) {
+      size_t end = line.find(" |", pos);
+      while (end != std::string::npos && end > 0 && line[end - 1] == '\\') {
+        end = line.find(" |", end + 1);
+      }
+      if (end == std::string::npos) break;
+      std::string cell = line.substr(pos, end - pos);
+      if (!cell.empty() && cell[0] == ' ') cell.erase(0, 1);
+      cells.push_back(cell);
+      pos = end + 2;
+    }
+    return cells;
+  }
+  return {};
+}
+
+std::string section(const std::string& md, const std::string& from) {
+  const size_t start = md.find(from);
+  if (start == std::string::npos) return "";
+  const size_t end = md.find("\n## ", start + from.size());
+  return md.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
 }  // namespace grassaudit::testing

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "report/report.h"
 
@@ -35,6 +36,12 @@ void copy_fixture_runs(const fs::path& dest);
 
 void write_text(const fs::path& path, const std::string& text);
 std::string read_text(const fs::path& path);
+
+// Cells of the Markdown table row of `md` whose first cell is `first_cell` (escaped "\|" kept
+// inside a cell); empty when no row starts so.
+std::vector<std::string> row_cells(const std::string& md, const std::string& first_cell);
+// The text between heading `from` and the next "## " heading ("" when `from` is absent).
+std::string section(const std::string& md, const std::string& from);
 
 // Every regular file under `root`, relative path -> contents.
 std::map<std::string, std::string> tree_contents(const fs::path& root);
