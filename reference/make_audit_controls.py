@@ -293,6 +293,97 @@ class SuffixPrefixMean(nn.Module):
         return torch.cat([x, (total - suffix + u) / n], dim=-1)
 
 
+class PositionFraction(nn.Module):
+    """x + W (t / N): a position feature normalised by the sequence length N = L (reads how many
+    inputs follow: length-dependent) or by the fixed maximum N = 64 (the twin)."""
+
+    def __init__(self, by_length: bool):
+        super().__init__()
+        self.proj = nn.Linear(1, CHANNELS)
+        self.by_length = by_length
+        self.max_len = MAX_LEN
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        L = x.size(1)
+        n = float(L) if self.by_length else float(self.max_len)
+        frac = (torch.arange(L, device=x.device).to(x.dtype) / n).view(1, L, 1)
+        return torch.cat([x, torch.tanh(x + self.proj(frac))], dim=-1)
+
+
+class Centering(nn.Module):
+    """Subtract a mean of a projection: over the batch at each position (rows mix, time-causal)
+    or over the channels of each token (the twin)."""
+
+    def __init__(self, over_batch: bool):
+        super().__init__()
+        self.proj = nn.Linear(CHANNELS, CHANNELS)
+        self.over_batch = over_batch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u = torch.tanh(self.proj(x))
+        m = u.mean(dim=0, keepdim=True) if self.over_batch else u.mean(dim=2, keepdim=True)
+        return torch.cat([x, u - m], dim=-1)
+
+
+class TrainBatchNorm(nn.Module):
+    """Standardise each position's channels with statistics over the batch in training (as
+    BatchNorm does with batch statistics), fixed running statistics in eval; or LayerNorm over the
+    channels of each token in both modes (the twin)."""
+
+    def __init__(self, batch_stats: bool, eps: float = 1e-5):
+        super().__init__()
+        self.proj = nn.Linear(CHANNELS, CHANNELS)
+        self.batch_stats = batch_stats
+        self.eps = eps
+        self.channels = CHANNELS
+        self.register_buffer("running_mean", torch.zeros(CHANNELS))
+        self.register_buffer("running_var", torch.ones(CHANNELS))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u = self.proj(x)
+        if not self.batch_stats:
+            z = F.layer_norm(u, [self.channels])
+        elif self.training:
+            mean = u.mean(dim=0, keepdim=True)
+            var = u.var(dim=0, unbiased=False, keepdim=True)
+            z = (u - mean) / torch.sqrt(var + self.eps)
+        else:
+            z = (u - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+        return torch.cat([x, z], dim=-1)
+
+
+class RightContextConv(nn.Module):
+    """A streaming encoder's convolution with right context: kernel 4 padded (1 | 2), so y_t reads
+    x_{t-1} .. x_{t+2} (lookahead 2, past reach 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(CHANNELS, CHANNELS, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, torch.tanh(time_conv(x, self.conv.weight, self.conv.bias, 1, 2))], dim=-1)
+
+
+class SlidingWindowAttention(nn.Module):
+    """Single-head causal attention restricted to a band: y_t attends to x_{t-W+1} .. x_t."""
+
+    def __init__(self, window: int):
+        super().__init__()
+        self.qkv = nn.Linear(CHANNELS, 3 * CHANNELS)
+        self.window = window
+        self.channels = CHANNELS
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        L = x.size(1)
+        q, k, v = self.qkv(x).split(self.channels, dim=-1)
+        s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(float(self.channels))
+        pos = torch.arange(L, device=x.device)
+        lag = pos.view(L, 1) - pos.view(1, L)                            # t - s
+        allowed = (lag >= 0) & (lag < self.window)
+        s = s.masked_fill(~allowed, float("-inf"))
+        return torch.cat([x, torch.matmul(torch.softmax(s, dim=-1), v)], dim=-1)
+
+
 def grassmann(pairing: str, offset_mode: str) -> nn.Module:
     return LanguageModel(vocab=VOCAB, d=WIDTH, n_layers=2, max_len=MAX_LEN, mixer=pairing,
                          offsets=[1, 2], offset_mode=offset_mode, r=4, n_heads=4, dropout=0.1)
@@ -303,12 +394,19 @@ def grassmann(pairing: str, offset_mode: str) -> nn.Module:
 # --------------------------------------------------------------------------------------------
 
 def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, rounding_only=None,
-      seed=0, twin=None, eval_horizon=None, train_horizon=None):
+      seed=0, twin=None, eval_horizon=None, train_horizon=None, contract=None, violations=None,
+      length_dependent=None, batch_coupled=None, past_horizon=None):
+    """verdict: "leaky" exactly when a property of the contract is violated (future beyond the
+    lookahead, length, batch, window); horizon: the future leak horizon, whatever the contract.
+    contract: {"lookahead": K, "window": W} (default strictly causal, unbounded past). The
+    remaining keyword expectations are checked (and written to the suite) only when given."""
     return dict(name=name, file=file, build=build, input=input, seq_len=seq_len, verdict=verdict,
                 horizon=horizon, rounding_only=rounding_only, leak_class=leak_class, why=why,
                 seed=seed, twin=twin,
                 eval_horizon=horizon if eval_horizon is None else eval_horizon,
-                train_horizon=horizon if train_horizon is None else train_horizon)
+                train_horizon=horizon if train_horizon is None else train_horizon,
+                contract=contract or {}, violations=violations, length_dependent=length_dependent,
+                batch_coupled=batch_coupled, past_horizon=past_horizon)
 
 
 TOK = f"tokens:{VOCAB}"
@@ -411,6 +509,50 @@ CASES = [
       TOK, 32, "causal", 0, "future-pairing",
       "Past pairing with every layer using both offsets {1, 2}: causal.",
       rounding_only=False, twin="grassmann-future-all", seed=13),
+    # ---- beyond the time axis: length, batch, declared lookahead and window ----
+    C("length-normalised-position", "length_normalised_position.pt", lambda: FeatureModel(PositionFraction(by_length=True), 2 * CHANNELS),
+      FEAT, 32, "leaky", 0, "length-reading",
+      "A position feature t / L (positions normalised by the sequence length, as in relative-position or time-fraction encodings): y_t knows how many inputs follow, which same-length perturbation cannot see; a prefix run gives other outputs.",
+      twin="max-len-normalised-position", seed=14, violations=["length"], length_dependent=True, batch_coupled=False),
+    C("max-len-normalised-position", "max_len_normalised_position.pt", lambda: FeatureModel(PositionFraction(by_length=False), 2 * CHANNELS),
+      FEAT, 32, "causal", 0, "length-reading",
+      "The same feature normalised by the fixed maximum length 64: length-independent.",
+      rounding_only=False, twin="length-normalised-position", seed=14, violations=[], length_dependent=False,
+      batch_coupled=False),
+    C("batch-mean-centering", "batch_mean_centering.pt", lambda: FeatureModel(Centering(over_batch=True), 2 * CHANNELS),
+      FEAT, 32, "leaky", 0, "batch-mixing",
+      "Centering by the mean over the batch at each position: time-causal, but every row reads the other rows; in a batched evaluation of consecutive text (row b+1 continues row b) that is a leak, named batch, with future horizon 0.",
+      twin="channel-mean-centering", seed=15, violations=["batch"], batch_coupled=True, length_dependent=False),
+    C("channel-mean-centering", "channel_mean_centering.pt", lambda: FeatureModel(Centering(over_batch=False), 2 * CHANNELS),
+      FEAT, 32, "causal", 0, "batch-mixing",
+      "Centering by the mean over each token's channels: rows independent.",
+      rounding_only=False, twin="batch-mean-centering", seed=15, violations=[], batch_coupled=False, length_dependent=False),
+    C("train-batch-statistics", "train_batch_statistics.pt", lambda: FeatureModel(TrainBatchNorm(batch_stats=True), 2 * CHANNELS),
+      FEAT, 32, "leaky", 0, "train-batch-statistics",
+      "BatchNorm-style statistics over the batch in training, running statistics in eval: rows mix in train mode only; an eval-only audit misses it, a same-batch future probe reads it as a future leak of horizon L-1.",
+      twin="layer-norm-per-token", seed=16, violations=["batch"], batch_coupled=True, length_dependent=False),
+    C("layer-norm-per-token", "layer_norm_per_token.pt", lambda: FeatureModel(TrainBatchNorm(batch_stats=False), 2 * CHANNELS),
+      FEAT, 32, "causal", 0, "train-batch-statistics",
+      "LayerNorm over each token's channels in both modes: rows independent.",
+      rounding_only=False, twin="train-batch-statistics", seed=16, violations=[], batch_coupled=False, length_dependent=False),
+    C("right-context-within-lookahead", "right_context_conv.pt", lambda: FeatureModel(RightContextConv(), 2 * CHANNELS),
+      FEAT, 32, "causal", 2, "declared-lookahead",
+      "A streaming convolution with 2 frames of right context, audited under its declared contract --allow-lookahead 2: the lookahead is allowed, the contract holds.",
+      twin="right-context-over-lookahead", seed=17, contract={"lookahead": 2}, violations=[], past_horizon=1,
+      length_dependent=False, batch_coupled=False),
+    C("right-context-over-lookahead", "right_context_conv.pt", None,
+      FEAT, 32, "leaky", 2, "declared-lookahead",
+      "The same model declared with --allow-lookahead 1: it reads one frame further than it says.",
+      twin="right-context-within-lookahead", seed=17, contract={"lookahead": 1}, violations=["future"], past_horizon=1),
+    C("sliding-window-within", "sliding_window_attention.pt", lambda: FeatureModel(SlidingWindowAttention(window=4), 2 * CHANNELS),
+      FEAT, 32, "causal", 0, "declared-window",
+      "Sliding-window attention over x_{t-3} .. x_t audited under --window 4: the contract holds.",
+      rounding_only=False, twin="sliding-window-over", seed=18, contract={"window": 4}, violations=[], past_horizon=3,
+      length_dependent=False, batch_coupled=False),
+    C("sliding-window-over", "sliding_window_attention.pt", None,
+      FEAT, 32, "leaky", 0, "declared-window",
+      "The same model declared with --window 3: it reads one position further back than the window allows.",
+      twin="sliding-window-within", seed=18, contract={"window": 3}, violations=["window"], past_horizon=3),
 ]
 
 
@@ -473,12 +615,17 @@ def probe(path: str, spec: str, L: int, train: bool, dtype) -> Dict:
     assert y0.shape[:2] == (2, L), (path, y0.shape)
     assert torch.equal(y0, run(x)), f"{path}: not deterministic under a fixed seed"
     scale = y0.abs().max().item()
-    horizon, max_rel, moved = 0, 0.0, 0.0
-    for s in range(1, L):
+    horizon, past_horizon, max_rel, moved = 0, 0, 0.0, 0.0
+    for s in range(0, L):
         for _ in range(2):
             d = (run(perturb(x, kind, n, s, gen)) - y0).abs()
             d = d.reshape(2, L, -1).amax(dim=(0, 2)) / scale
             moved = max(moved, d.max().item())
+            later = (d[s + 1:] > TOL_F64).nonzero().flatten()           # outputs t > s that read x_s
+            if later.numel():
+                past_horizon = max(past_horizon, int(later.max()) + 1)
+            if s == 0:
+                continue
             past = d[:s]
             max_rel = max(max_rel, past.max().item())
             dep = (past > TOL_F64).nonzero().flatten()
@@ -492,27 +639,91 @@ def probe(path: str, spec: str, L: int, train: bool, dtype) -> Dict:
             x2 = perturb(x2, kind, n, s, gen)
         d = (run(x2) - y0).abs().reshape(2, L, -1)[:, :c + 1].max().item() / scale
         cut_leak = cut_leak or d > TOL_F64
-    return dict(horizon=horizon, max_rel=max_rel, cut_leak=cut_leak)
+    return dict(horizon=horizon, past_horizon=past_horizon, max_rel=max_rel, cut_leak=cut_leak)
+
+
+def length_dependent(path: str, spec: str, L: int, guard: int) -> bool:
+    """Eval mode, float64: y_t of each prefix run x_0..x_{p-1} alone against the full run, for
+    t < p - guard (what the future dependence explains is not a length effect)."""
+    kind, n = parse_input(spec)
+    m = torch.jit.load(path)
+    m.to(torch.float64)
+    m.eval()
+    gen = torch.Generator().manual_seed(2000 + L)
+    x = make_input(kind, n, 2, L, gen, torch.float64)
+    with torch.no_grad():
+        y = m(x).to(torch.float64).reshape(2, L, -1)
+        scale = y.abs().max().item()
+        for p in range(2, L):
+            k = p - guard
+            if k <= 0:
+                continue
+            yp = m(x[:, :p].contiguous()).to(torch.float64).reshape(2, p, -1)
+            if (yp[:, :k] - y[:, :k]).abs().max().item() / scale > TOL_F64:
+                return True
+    return False
+
+
+def batch_coupled(path: str, spec: str, L: int) -> bool:
+    """float64, eval and train mode (RNG re-seeded): 4 rows, the odd rows replaced; do the even
+    rows move?"""
+    kind, n = parse_input(spec)
+    m = torch.jit.load(path)
+    m.to(torch.float64)
+    gen = torch.Generator().manual_seed(3000 + L)
+    for train in (False, True):
+        m.train(train)
+        x = make_input(kind, n, 4, L, gen, torch.float64)
+        x2 = x.clone()
+        x2[1::2] = make_input(kind, n, 2, L, gen, torch.float64)
+        with torch.no_grad():
+            torch.manual_seed(TRAIN_SEED)
+            y = m(x).to(torch.float64)
+            torch.manual_seed(TRAIN_SEED)
+            y2 = m(x2).to(torch.float64)
+        if (y2[0::2] - y[0::2]).abs().max().item() / y.abs().max().item() > TOL_F64:
+            return True
+    return False
 
 
 def check_case(case: Dict) -> Dict:
     path = os.path.join(CTRL, case["file"])
     res = {}
     for mode, train in (("eval", False), ("train", True)):
-        h64, r64, r32, cut = 0, 0.0, 0.0, False
+        h64, p64, r64, r32, cut = 0, 0, 0.0, 0.0, False
         per_len = {}
         for L in schedule(case["seq_len"]):
             a = probe(path, case["input"], L, train, torch.float64)
             b = probe(path, case["input"], L, train, torch.float32)
             h64 = max(h64, a["horizon"])
+            p64 = max(p64, a["past_horizon"])
             r64 = max(r64, a["max_rel"])
             r32 = max(r32, b["max_rel"])
             cut = cut or a["cut_leak"]
             per_len[L] = a["horizon"]
         assert cut == (h64 > 0), (case["name"], mode, "cut-based and per-position verdicts differ")
-        res[mode] = dict(leak_horizon=h64, horizon_by_length=per_len,
+        res[mode] = dict(leak_horizon=h64, horizon_by_length=per_len, past_horizon=p64,
                          max_rel_future_change_f64=r64, max_rel_future_change_f32=r32)
+    horizon = max(res["eval"]["leak_horizon"], res["train"]["leak_horizon"])
+    guard = max(case["contract"].get("lookahead", 0), horizon)
+    res["length_dependent"] = length_dependent(path, case["input"], case["seq_len"], guard)
+    res["batch_coupled"] = batch_coupled(path, case["input"], case["seq_len"])
     return res
+
+
+def violations_of(case: Dict, horizon: int, past_horizon: int, got: Dict) -> List[str]:
+    """The properties the contract loses, in the audit's order: future, length, batch, window."""
+    out = []
+    if horizon > case["contract"].get("lookahead", 0):
+        out.append("future")
+    if got["length_dependent"]:
+        out.append("length")
+    if got["batch_coupled"]:
+        out.append("batch")
+    window = case["contract"].get("window")
+    if window is not None and past_horizon > window - 1:
+        out.append("window")
+    return out
 
 
 def main() -> None:
@@ -535,11 +746,13 @@ def main() -> None:
         got = check_case(case)
         he, ht = got["eval"]["leak_horizon"], got["train"]["leak_horizon"]
         horizon = max(he, ht)
-        verdict = "leaky" if horizon > 0 else "causal"
+        past_horizon = max(got["eval"]["past_horizon"], got["train"]["past_horizon"])
+        violations = violations_of(case, horizon, past_horizon, got)
+        verdict = "leaky" if violations else "causal"
         r64 = max(got["eval"]["max_rel_future_change_f64"], got["train"]["max_rel_future_change_f64"])
         r32 = max(got["eval"]["max_rel_future_change_f32"], got["train"]["max_rel_future_change_f32"])
         rounding = None
-        if verdict == "causal":
+        if horizon == 0 and verdict == "causal":
             rounding = r64 > 0 or r32 > 0
             if r64 > 1e-12:
                 failures.append(f"{case['name']}: float64 future change {r64:.1e} is not clearly rounding")
@@ -547,12 +760,22 @@ def main() -> None:
         have = (verdict, horizon, he, ht, rounding)
         if want != have:
             failures.append(f"{case['name']}: declared {want} but brute force gives {have}")
+        measured = {"violations": violations, "length_dependent": got["length_dependent"],
+                    "batch_coupled": got["batch_coupled"], "past_horizon": past_horizon}
         expect = {"verdict": case["verdict"], "leak_horizon": case["horizon"]}
         if case["rounding_only"] is not None:
             expect["rounding_only"] = case["rounding_only"]
+        for key, value in measured.items():
+            if case[key] is None:
+                continue
+            if case[key] != value:
+                failures.append(f"{case['name']}: declared {key} {case[key]} but brute force gives {value}")
+            expect[key] = case[key]
         entry = {"name": case["name"], "model": f"controls/{case['file']}", "input": case["input"],
                  "seq_len": case["seq_len"], "mode": "both", "expect": expect,
                  "leak_class": case["leak_class"], "why": case["why"]}
+        if case["contract"]:
+            entry["contract"] = case["contract"]
         if case["twin"]:
             entry["twin"] = case["twin"]
         entry["checked"] = {"lengths": schedule(case["seq_len"]), "train_seed": TRAIN_SEED,
@@ -571,10 +794,15 @@ def main() -> None:
         "description": ("Audit control models: each real-world causality-leak class (missing mask, symmetric "
                         "conv padding, circular FFT, chunk broadcast, time-axis normalisation, global summary, "
                         "train-only branch, length-dependent path, centred window feature, tiny leak, literal "
-                        "Grassmann future pairing) with a causal twin, plus rounding-only cross-talk cases. "
+                        "Grassmann future pairing, length reading, batch mixing, train-mode batch statistics) "
+                        "with a causal twin, plus rounding-only cross-talk cases and models audited under a "
+                        "declared contract (lookahead K, window W; a case's 'contract'), within and over it. "
                         "Generated by reference/make_audit_controls.py; every expectation was re-derived by "
                         "brute force (each future position perturbed alone, float64, eval and train mode with "
-                        "the RNG re-seeded before each pass, at every length of the audit schedule). "
+                        "the RNG re-seeded before each pass, at every length of the audit schedule; each position "
+                        "perturbed alone for the past horizon; every prefix run alone against the full length "
+                        "for length dependence; odd rows replaced for batch coupling). 'verdict' is 'leaky' "
+                        "exactly when a property of the case's contract is violated. "
                         "'checked' holds those brute-force results (informative only). "
                         "Tokens models: int64 [B,L] -> [B,L,64]; features models: float [B,L,4] -> [B,L,k]; "
                         "all run for 2 <= L <= 64 and after .to(torch.double)."),

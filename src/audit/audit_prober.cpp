@@ -11,6 +11,26 @@
 
 namespace grassaudit {
 
+TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
+  TableVerdict v;
+  for (int64_t c = 1; c < tab.L; ++c) {
+    const int64_t lo = side == Side::kFuture ? 0 : c, hi = side == Side::kFuture ? c : tab.L;
+    for (int64_t t = lo; t < hi; ++t) {
+      const double e = tab.at(t, c);
+      if (!(e > threshold)) continue;
+      const int64_t D = cut_distance(side, t, c);
+      if (D > v.horizon || (D == v.horizon && e > v.effect)) {
+        v.horizon = D;
+        v.t = t;
+        v.c = c;
+        v.effect = e;
+      }
+      if (side == Side::kFuture && (!v.first_cut || c < *v.first_cut)) v.first_cut = c;
+    }
+  }
+  return v;
+}
+
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
 
 // x: [rows, L] int64 tokens, or [rows, L, C] features in the target's dtype.
@@ -37,39 +57,76 @@ at::Tensor Prober::run(const at::Tensor& x) {
 }
 
 // One mode at one length, all trials. Probe rows are ordered (cut, trial): row r tests cut
-// c = r / T + 1 of trial r % T, with inputs from position c on (0-based) replaced. Chunks hold
-// a multiple of T rows (the last one padded with repeats), so row i of EVERY chunk belongs to
+// c = cuts[r / T] of trial r % T, with the inputs of `side` at c replaced. Chunks hold a
+// multiple of T rows (the last one padded with repeats), so row i of EVERY chunk belongs to
 // trial i % T and one base pass -- the T base sequences tiled to the chunk's shape -- serves
 // all chunks. Same shape, same rows: unaffected positions go through bit-identical arithmetic
 // (rows at different batch positions can round differently in GEMM kernels: measured 2.6e-7
 // on a causal model). Train mode resets the RNG to the same state before every pass, so row i
-// sees the same dropout mask in the base and in each probe pass.
+// sees the same dropout mask in the base and in each probe pass. A mode whose rows mix
+// (isolate_rows) runs every row alone against its trial's base run alone instead.
 //
 // cuts: the cuts to probe (ascending), empty for all of 1..L-1. A subset probes exactly the
 // rows the full pass would (same seed, same fresh draws), which is how the float64 re-run
 // repeats only the cuts that showed something in float32.
-void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts) {
+void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 1000003ULL + static_cast<uint64_t>(L));
+  // The past probe draws its own sequences: a different stream from the future probe's.
+  const uint64_t side_salt = side == Side::kPast ? 0x5bd1e995ULL : 0;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>((opt_.seed * 1000003ULL + static_cast<uint64_t>(L)) ^ side_salt);
   if (cuts.empty())
     for (int64_t c = 1; c < L; ++c) cuts.push_back(c);
   const int64_t T = opt_.trials, R_all = T * (L - 1), R = T * static_cast<int64_t>(cuts.size());
-  const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
   auto bases = random_inputs(T, L, gen);                                  // [T, L(, C)]
   auto fresh_all = random_inputs(R_all, L, gen);                          // [T * (L-1), L(, C)]
   auto cut_of = at::tensor(cuts, at::kLong);                              // [R / T]
   auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
   auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
   auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T).add(row_trial));      // [R, L(, C)]
-  auto replace = at::arange(L, at::kLong).view({1, L}).ge(row_cut.view({R, 1}));  // [R, L]
+  auto pos = at::arange(L, at::kLong).view({1, L});
+  auto replace = side == Side::kFuture ? pos.ge(row_cut.view({R, 1})) : pos.lt(row_cut.view({R, 1}));  // [R, L]
   if (bases.dim() == 3) replace = replace.unsqueeze(-1);
   auto rows = at::where(replace, fresh, bases.index_select(0, row_trial));
-  auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T)).contiguous();
   const uint64_t seed = opt_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(L + (train ? 7919 : 0)));
-  if (train) at::manual_seed(seed);
-  auto y_base = run(base_batch);                                          // [chunk, L, K]
+
+  // diff [n, L]: relative move of each output position of rows start .. start+n-1.
+  auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
+    auto acc = diff.accessor<double, 2>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = cuts[static_cast<size_t>((start + i) / T)];
+      const int64_t lo = side == Side::kFuture ? 0 : c, hi = side == Side::kFuture ? c : L;
+      for (int64_t t = lo; t < hi; ++t) {
+        const double v = acc[i][t];
+        table.raise(t, c, v);
+        pass.max_effect = std::max(pass.max_effect, v);
+      }
+    }
+    pass.probes += n;
+  };
+  auto seeded_run = [&](const at::Tensor& x) {
+    if (train) at::manual_seed(seed);
+    return run(x.contiguous());
+  };
+
+  if (isolated(mode)) {  // one row per pass: [1, L(, C)]
+    std::vector<at::Tensor> y_base;
+    std::vector<at::Tensor> scale;
+    for (int64_t tr = 0; tr < T; ++tr) {
+      y_base.push_back(seeded_run(bases.narrow(0, tr, 1)));
+      scale.push_back(y_base.back().abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300));  // [1]
+    }
+    for (int64_t r = 0; r < R; ++r) {
+      auto y = seeded_run(rows.narrow(0, r, 1));
+      const auto tr = static_cast<size_t>(r % T);
+      record((y - y_base[tr]).abs().amax(-1).to(at::kDouble).div(scale[tr].view({1, 1})).contiguous(), r, 1);
+    }
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
+  auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
+  auto y_base = seeded_run(base_batch);                                    // [chunk, L, K]
   auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
   for (int64_t start = 0; start < R; start += chunk) {
     const int64_t n = std::min(chunk, R - start);
@@ -80,44 +137,115 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
       reps[0] = chunk - n;
       batch = at::cat({batch, last.repeat(reps)}, 0);
     }
-    if (train) at::manual_seed(seed);
-    auto y = run(batch.contiguous());
+    auto y = seeded_run(batch);
     // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
-    auto diff = (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous();
-    auto acc = diff.accessor<double, 2>();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t c = cuts[static_cast<size_t>((start + i) / T)];  // positions 0..c-1 kept
-      for (int64_t t = 0; t < c; ++t) {
-        double v = acc[i][t];
-        table.raise(t, c, v);
-        pass.max_effect = std::max(pass.max_effect, v);
-      }
-    }
-    pass.probes += n;
+    record((y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
 }
 
-EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass) {
+EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
+  return rerun_cuts(mode, L, {}, pass, side);
+}
+
+EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side) {
   EffectTable table;
   table.L = L;
   table.effect.assign(static_cast<size_t>(L * L), 0.0);
-  probe(mode, L, table, pass);
+  probe(mode, L, table, pass, cuts, side);
   return table;
 }
 
-EffectTable Prober::rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass) {
-  EffectTable table;
-  table.L = first.L;
-  table.effect.assign(first.effect.size(), 0.0);
+EffectTable Prober::rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side) {
   std::vector<int64_t> cuts;
   for (int64_t c = 1; c < first.L; ++c)
-    for (int64_t t = 0; t < c; ++t)
+    for (int64_t t = 0; t < first.L; ++t)
       if (first.at(t, c) > 0) {
         cuts.push_back(c);
         break;
       }
-  if (!cuts.empty()) probe(mode, first.L, table, pass, cuts);
-  return table;
+  if (cuts.empty()) {
+    EffectTable table;
+    table.L = first.L;
+    table.effect.assign(first.effect.size(), 0.0);
+    return table;
+  }
+  return rerun_cuts(mode, first.L, cuts, pass, side);
+}
+
+// Trials of [B, L(, C)] passes, B = max(2, batch): the base pass, then the same pass with the
+// odd rows replaced by fresh draws. Even rows are the same inputs at the same batch positions,
+// so a batch-independent model gives them bit-identical outputs (same shape, same arithmetic).
+BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
+  at::NoGradGuard no_grad;
+  const bool train = mode == AuditMode::kTrain;
+  target_.set_train(train);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 7919ULL + static_cast<uint64_t>(L) + 101);
+  const int64_t B = std::max<int64_t>(2, opt_.batch);
+  const uint64_t seed = opt_.seed ^ (0x2545F4914F6CDD1DULL * static_cast<uint64_t>(L + (train ? 7919 : 0)));
+  auto keep = at::arange(B, at::kLong).remainder(2).eq(0);  // [B]
+  BatchEffect out;
+  for (int64_t trial = 0; trial < opt_.trials; ++trial) {
+    auto base = random_inputs(B, L, gen);
+    auto fresh = random_inputs(B, L, gen);
+    auto k = base.dim() == 3 ? keep.view({B, 1, 1}) : keep.view({B, 1});
+    if (train) at::manual_seed(seed);
+    auto y0 = run(base);
+    if (train) at::manual_seed(seed);
+    auto y1 = run(at::where(k, base, fresh).contiguous());
+    auto scale = y0.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);                   // [B]
+    auto diff = (y1 - y0).abs().amax(-1).to(at::kDouble).div(scale.view({B, 1})).contiguous();  // [B, L]
+    auto acc = diff.accessor<double, 2>();
+    for (int64_t b = 0; b < B; b += 2)
+      for (int64_t t = 0; t < L; ++t)
+        if (acc[b][t] > out.effect) out = BatchEffect{acc[b][t], b, t};
+  }
+  return out;
+}
+
+// Eval mode, one sequence per pass (rows that mix cannot blur the comparison): per trial the
+// full run [1, L] and each prefix run [1, p]; positions t < p - guard must agree. A length the
+// model cannot run at is recorded (error) and skipped: the check says so rather than failing.
+std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard) {
+  at::NoGradGuard no_grad;
+  target_.set_train(false);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 104729ULL + static_cast<uint64_t>(L) + 43);
+  std::vector<PrefixEffect> out;
+  for (int64_t p : prefix_lens) out.push_back(PrefixEffect{p, 0.0, -1, {}});
+  for (int64_t trial = 0; trial < opt_.trials; ++trial) {
+    auto x = random_inputs(1, L, gen);
+    auto y_full = run(x);                                                       // [1, L, K]
+    const double scale = std::max(y_full.abs().max().item<double>(), 1e-300);
+    for (auto& pe : out) {
+      const int64_t n = pe.prefix_len - guard;  // compared positions 0 .. n-1
+      if (n <= 0 || !pe.error.empty()) continue;
+      at::Tensor y_p;
+      try {
+        y_p = run(x.narrow(1, 0, pe.prefix_len).contiguous());                 // [1, p, K]
+      } catch (const InputError& e) {
+        pe.error = e.what();
+        continue;
+      }
+      auto d = (y_p.narrow(1, 0, n) - y_full.narrow(1, 0, n)).abs().amax(-1).to(at::kDouble).div(scale)[0].contiguous();  // [n]
+      auto acc = d.accessor<double, 1>();
+      for (int64_t t = 0; t < n; ++t)
+        if (acc[t] > pe.effect) {
+          pe.effect = acc[t];
+          pe.position = t;
+        }
+    }
+  }
+  return out;
+}
+
+std::string Prober::try_forward(int64_t L) {
+  at::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 61);
+  try {
+    run(random_inputs(1, L, gen));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return {};
 }
 
 // Eval mode, trials pairs of [1, L(, C)] sequences that differ only before L/2.
@@ -148,7 +276,8 @@ std::vector<std::vector<double>> Prober::gradient_map(int64_t L) {
   auto base = random_inputs(1, L, gen);
   std::vector<std::vector<double>> G(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(L), 0.0));
   at::Tensor w;
-  const int64_t chunk = std::max<int64_t>(1, opt_.batch);
+  // Rows that mix in eval mode: one output position per pass, so row i's gradient is its own.
+  const int64_t chunk = isolated(AuditMode::kEval) ? 1 : std::max<int64_t>(1, opt_.batch);
   for (int64_t start = 0; start < L; start += chunk) {
     const int64_t n = std::min(chunk, L - start);
     auto x = base.expand(base.dim() == 2 ? std::vector<int64_t>{n, L} : std::vector<int64_t>{n, L, base.size(2)})

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,8 +19,12 @@
 
 namespace grassaudit {
 
-// effect[t * L + c]: relative change of y_t when inputs from position c on (0-based; c > t)
-// are replaced. One table per (mode, length) of a pass.
+// Which inputs a probe replaces at cut c (0-based): kFuture, x_c .. x_{L-1} (outputs t < c are
+// compared); kPast, x_0 .. x_{c-1} (outputs t >= c are compared).
+enum class Side { kFuture, kPast };
+
+// effect[t * L + c]: relative change of y_t when the inputs of `side` at cut c are replaced
+// (future: c > t; past: c <= t). One table per (mode, length) of a pass.
 struct EffectTable {
   int64_t L = 0;
   std::vector<double> effect;
@@ -28,6 +34,35 @@ struct EffectTable {
     auto& e = effect[static_cast<size_t>(t * L + c)];
     e = std::max(e, v);
   }
+};
+
+// Distance between output t and the nearest replaced input at cut c.
+inline int64_t cut_distance(Side side, int64_t t, int64_t c) { return side == Side::kFuture ? c - t : t - c + 1; }
+
+// Largest distance D with a cell above `threshold` in one table, and where it was seen (the
+// largest cell at that distance) -- the leak horizon (future side) or past horizon (past side).
+struct TableVerdict {
+  int64_t horizon = 0;
+  std::optional<int64_t> first_cut;  // future side: the smallest cut with a cell above threshold
+  int64_t t = -1, c = -1;            // the strongest cell at distance `horizon`
+  double effect = 0;
+};
+TableVerdict judge(const EffectTable& tab, double threshold, Side side = Side::kFuture);
+
+// Batch independence at one (mode, length): the largest relative move of a kept row when the
+// other rows of its pass are replaced.
+struct BatchEffect {
+  double effect = 0;
+  int64_t row = -1, position = -1;
+};
+
+// Length independence at one prefix length p: the largest relative difference between y_t of
+// the prefix run and of the full run, over the compared positions t < p - guard.
+struct PrefixEffect {
+  int64_t prefix_len = 0;
+  double effect = 0;
+  int64_t position = -1;
+  std::string error;  // the model does not run at this length (the check skips it)
 };
 
 // The tables of one precision, with its probe count and largest effect.
@@ -43,12 +78,30 @@ class Prober {
   Prober(AuditTarget& target, const AuditOptions& opt);
 
   // One (mode, length) table in the target's current dtype, every cut.
-  EffectTable probe_table(AuditMode mode, int64_t L, Pass& pass);
+  EffectTable probe_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture);
 
-  // The decisive re-run (in the target's current dtype) of only the cuts where `first` saw a
-  // non-zero effect. A cut that moved nothing at all in float32 has nothing to tell apart:
-  // its zeros stand (zero effect cells stay zero in the returned table).
-  EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass);
+  // The decisive re-run (in the target's current dtype) of only the given cuts (ascending),
+  // exactly the probe rows the full table used. Cells of other cuts stay zero.
+  EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,
+                         Side side = Side::kFuture);
+  // rerun_cuts of every cut where `first` saw a non-zero effect. A cut that moved nothing at
+  // all in float32 has nothing to tell apart: its zeros stand.
+  EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side = Side::kFuture);
+
+  // Rows of a pass that mix: from here on `mode` is probed one row per pass, so that what one
+  // row's inputs do to another cannot read as a time dependence.
+  void isolate_rows(AuditMode mode) { isolated_.push_back(mode); }
+  bool isolated(AuditMode mode) const { return std::find(isolated_.begin(), isolated_.end(), mode) != isolated_.end(); }
+
+  // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
+  BatchEffect batch_effect(AuditMode mode, int64_t L);
+
+  // Length independence (eval mode, one sequence per pass): each prefix length of `prefix_lens`
+  // against the full length L, comparing positions t < p - guard.
+  std::vector<PrefixEffect> prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard);
+
+  // A forward pass of one random [1, L] input in the current dtype: empty, or why it failed.
+  std::string try_forward(int64_t L);
 
   // Non-vacuity: replace the first half, keep the rest; how much do later outputs move?
   double past_effect(int64_t L);
@@ -63,11 +116,12 @@ class Prober {
   // Runs the target and checks the output contract: [rows, L, ...] and finite.
   at::Tensor run(const at::Tensor& x);
   // One mode at one length, all trials (the row layout is explained at the definition).
-  void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts = {});
+  void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side);
 
   AuditTarget& target_;
   const AuditOptions& opt_;
   InputSpec in_;
+  std::vector<AuditMode> isolated_;
 };
 
 }  // namespace grassaudit

@@ -1,6 +1,7 @@
 #include "audit/audit_suite.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,9 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     AuditOptions opt = base;
     std::string model_path;
     InputSpec input;
-    std::optional<bool> expect_rounding;
+    std::optional<bool> expect_rounding, expect_length, expect_batch;
+    std::optional<int64_t> expect_past;
+    std::optional<std::vector<std::string>> expect_violations;
     try {
       res.name = c.at("name").get<std::string>();
       model_path = (dir / c.at("model").get<std::string>()).string();
@@ -42,6 +45,18 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       res.expected_verdict = e.at("verdict").get<std::string>();
       res.expected_horizon = e.at("leak_horizon").get<int64_t>();
       if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
+      if (e.contains("length_dependent")) expect_length = e["length_dependent"].get<bool>();
+      if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
+      if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
+      if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
+      if (c.contains("contract")) {
+        const auto& k = c["contract"];
+        for (const auto& [key, value] : k.items())
+          if (key != "lookahead" && key != "window")
+            throw InputError(fmt::format("case {}: unknown contract key '{}' (lookahead, window)", res.name, key));
+        opt.lookahead = k.value("lookahead", int64_t{0});
+        if (k.contains("window")) opt.window = k["window"].get<int64_t>();
+      }
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, res.name.empty() ? "?" : res.name, e.what()));
     }
@@ -51,13 +66,24 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     res.horizon = r.leak_horizon;
     res.rounding_only = r.rounding_only;
     res.seconds = r.seconds;
-    res.pass = res.verdict == res.expected_verdict && res.horizon == res.expected_horizon &&
-               (!expect_rounding || *expect_rounding == r.rounding_only);
-    if (!res.pass)
-      res.detail = fmt::format("expected {} horizon {}{}, got {} horizon {} (rounding_only {})", res.expected_verdict,
-                               res.expected_horizon,
-                               expect_rounding ? fmt::format(" rounding_only {}", *expect_rounding) : "", r.verdict,
-                               r.leak_horizon, r.rounding_only);
+    std::vector<std::string> kinds;
+    for (const auto& v : r.violations) kinds.push_back(v.kind);
+    std::vector<std::string> off;  // what differs from the expectation
+    if (res.verdict != res.expected_verdict || res.horizon != res.expected_horizon)
+      off.push_back(fmt::format("expected {} horizon {}, got {} horizon {}", res.expected_verdict, res.expected_horizon,
+                                r.verdict, r.leak_horizon));
+    if (expect_rounding && *expect_rounding != r.rounding_only)
+      off.push_back(fmt::format("rounding_only {} != {}", r.rounding_only, *expect_rounding));
+    if (expect_length && r.length_dependent != expect_length)
+      off.push_back(fmt::format("length_dependent {} != {}", r.length_dependent.value_or(false), *expect_length));
+    if (expect_batch && r.batch_coupled != expect_batch)
+      off.push_back(fmt::format("batch_coupled {} != {}", r.batch_coupled.value_or(false), *expect_batch));
+    if (expect_past && r.past_horizon != expect_past)
+      off.push_back(fmt::format("past_horizon {} != {}", r.past_horizon.value_or(-1), *expect_past));
+    if (expect_violations && kinds != *expect_violations)
+      off.push_back(fmt::format("violations [{}] != [{}]", fmt::join(kinds, ","), fmt::join(*expect_violations, ",")));
+    res.pass = off.empty();
+    res.detail = fmt::format("{}", fmt::join(off, "; "));
     out.push_back(res);
   }
   return out;

@@ -2,7 +2,9 @@
 // `grassaudit audit --suite FILE`: audits every case of a suite of control models and compares
 // verdict, leak horizon (and rounding_only where given) with the expectation. Format:
 // {"suite": name, "cases": [{"name", "model" (relative to the suite file), "input", "seq_len",
-//  "mode": eval|train|both, "expect": {"verdict", "leak_horizon", "rounding_only"?}}, ...]}
+//  "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
+//  "expect": {"verdict", "leak_horizon", "rounding_only"?, "violations"? (kinds, in the audit's
+//  order: future, length, batch, window), "length_dependent"?, "batch_coupled"?, "past_horizon"?}}, ...]}
 // Unknown keys inside a case are allowed (generators record how expectations were checked).
 #include <string>
 #include <vector>

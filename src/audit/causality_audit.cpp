@@ -10,6 +10,8 @@
 #include <stdexcept>
 
 #include "audit/audit_prober.h"
+#include "audit/contract_checks.h"
+#include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
 
@@ -89,24 +91,6 @@ class TargetStateGuard {
   bool training_;
 };
 
-// Largest D with a leak (effect > threshold) in one table; also the first leaking cut.
-struct TableVerdict {
-  int64_t horizon = 0;
-  std::optional<int64_t> first_cut;
-};
-TableVerdict judge(const EffectTable& tab, double threshold) {
-  TableVerdict v;
-  for (int64_t c = 1; c < tab.L; ++c)
-    for (int64_t t = 0; t < c; ++t)
-      if (tab.at(t, c) > threshold) {
-        v.horizon = std::max(v.horizon, c - t);
-        if (!v.first_cut || c < *v.first_cut) v.first_cut = c;
-      }
-  return v;
-}
-
-std::string dtype_name(at::ScalarType t) { return t == at::kDouble ? "float64" : t == at::kFloat ? "float32" : c10::toString(t); }
-
 Verdict verdict_of(int64_t horizon) { return horizon > 0 ? Verdict::kLeaky : Verdict::kCausal; }
 
 // What deciding the (mode, length) tables leaves for the summary.
@@ -119,35 +103,26 @@ struct DecidedTables {
   Pass first;                         // float32 (the target's own dtype): probes, largest effect
   Pass decisive;                      // the tables the verdict uses, in the precision that decided
   double threshold = 0.0;             // that precision's leak threshold (stays 0 while all is exact zeros)
-  bool float64_unavailable = false;
   std::vector<std::string> notes;
 };
 
 // One (mode, length) table: float32 (the target's dtype), then -- only if something moved --
 // the float64 re-run of the cuts that moved. Sets the decisive precision and threshold in `d`.
-EffectTable decide_table(AuditTarget& target, Prober& prober, AuditMode mode, int64_t len, at::ScalarType own_dtype,
-                         DecidedTables& d) {
-  if (target.dtype() != own_dtype) target.to_dtype(own_dtype, nullptr);
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d) {
+  prec.to_own();
   EffectTable t32 = prober.probe_table(mode, len, d.first);
   const double moved = t32.max();
   if (moved == 0.0) return t32;  // exact zeros: nothing to tell apart
-  if (own_dtype == at::kDouble) {  // the target is float64 already: its own table decides
+  if (prec.own() == at::kDouble) {  // the target is float64 already: its own table decides
     d.threshold = kLeakThreshold64;
     d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
     return t32;
   }
-  std::string why;
-  if (!d.float64_unavailable && target.to_dtype(at::kDouble, &why)) {
+  if (prec.to_float64()) {
     d.decisive.dtype = at::kDouble;
     d.threshold = kLeakThreshold64;
     return prober.rerun_nonzero(mode, t32, d.decisive);
   }
-  if (!d.float64_unavailable)
-    d.notes.push_back(fmt::format(
-        "float64 unavailable ({}): decided in float32 with threshold {:g}; leaks smaller than that are "
-        "not detectable",
-        why, kLeakThreshold32));
-  d.float64_unavailable = true;
   d.threshold = kLeakThreshold32;
   d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
   return t32;
@@ -155,9 +130,9 @@ EffectTable decide_table(AuditTarget& target, Prober& prober, AuditMode mode, in
 
 // Table by table, lengths outer and modes inner (both modes of the main length come first), each
 // decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
-DecidedTables decide_tables(AuditTarget& target, Prober& prober, const AuditOptions& opt,
+DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                             const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes) {
-  const at::ScalarType own_dtype = target.dtype();
+  const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = lens;
   d.modes_planned = modes;
@@ -168,8 +143,8 @@ DecidedTables decide_tables(AuditTarget& target, Prober& prober, const AuditOpti
     for (size_t mi = 0; mi < modes.size() && !d.stopped_early; ++mi) {
       const AuditMode mode = modes[mi];
       if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
-      EffectTable chosen = decide_table(target, prober, mode, len, own_dtype, d);
-      const bool leaks = judge(chosen, d.threshold).horizon > 0;
+      EffectTable chosen = decide_table(prec, prober, mode, len, d);
+      const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
       if (leaks && opt.stop_when_leaky && !last) {
@@ -181,7 +156,7 @@ DecidedTables decide_tables(AuditTarget& target, Prober& prober, const AuditOpti
       }
     }
   }
-  if (d.float64_unavailable) d.decisive.dtype = own_dtype;
+  if (prec.unavailable()) d.decisive.dtype = own_dtype;
   return d;
 }
 
@@ -243,16 +218,18 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
   r.probes = d.first.probes + d.decisive.probes;
 
   summarise_horizons(d, L, r);
-  const Verdict verdict = verdict_of(r.leak_horizon);
-  r.verdict = verdict_name(verdict);
   r.max_effect = d.decisive.max_effect;
-  r.rounding_only = verdict == Verdict::kCausal && r.max_effect_float32 > 0.0;
-  if (r.rounding_only)
+  r.rounding_only = r.leak_horizon == 0 && r.max_effect_float32 > 0.0;
+  if (r.rounding_only && d.decisive.dtype == at::kDouble)
     r.notes.push_back(fmt::format(
         "rounding only: float32 showed future effects up to {:.3g} (relative) that fall to {:.3g} in float64, "
         "below the {:g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
         "the future",
         r.max_effect_float32, r.max_effect, kLeakThreshold64));
+  else if (r.rounding_only)
+    r.notes.push_back(fmt::format(
+        "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
+        r.max_effect_float32, d.threshold));
   r.map_seq_len = L;
   r.leak_map = leak_map_at(d, L);
 }
@@ -285,6 +262,31 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, int64_t 
   return g;
 }
 
+// Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
+Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
+  Evidence ev;
+  if (r.leak_horizon == 0) return ev;
+  for (const auto& [key, table] : d.decisive.tables) {
+    const auto v = judge(table, d.threshold);
+    if (v.horizon != r.leak_horizon || v.effect <= ev.effect) continue;
+    ev.mode = mode_name(key.first);
+    ev.seq_len = key.second;
+    ev.position = v.t;
+    ev.cut = v.c;
+    ev.effect = v.effect;
+  }
+  ev.precision = r.precision;
+  ev.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs from {} on were replaced ({} mode, L={}, {}): it "
+                        "reads x_{}",
+                        ev.position, ev.effect, ev.cut, ev.mode, ev.seq_len, ev.precision, ev.position + r.leak_horizon);
+  return ev;
+}
+
+void check_contract_options(const AuditOptions& opt) {
+  if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
+  if (opt.window && *opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
+}
+
 int64_t horizon_at(const AuditResult& r, int64_t len) {
   for (const auto& [l, h] : r.length_horizons)
     if (l == len) return h;
@@ -299,8 +301,11 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
   if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
   if (!opt.eval_mode && !opt.train_mode) throw InputError("audit needs at least one mode");
+  check_contract_options(opt);
 
   AuditResult r;
+  r.lookahead = opt.lookahead;
+  r.window = opt.window;
   r.target = target.describe();
   r.weights_sha256 = target.weights_hash();
   const std::vector<int64_t> lens = opt.seq_lens.empty() ? audit_length_schedule(opt.seq_len) : opt.seq_lens;
@@ -312,12 +317,23 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   Prober prober(target, opt);
   const int64_t L = lens.front();
 
+  PrecisionSwitch prec(target, prober, L);
+
   // Non-vacuity first, in the target's own precision.
   r.past_effect = prober.past_effect(L);
-  const DecidedTables decided = decide_tables(target, prober, opt, lens, modes);
+  // Batch independence before the horizons: a coupled mode is then probed one row per pass.
+  if (opt.batch_check) check_batch(prec, prober, modes, L, r);
+  const DecidedTables decided = decide_tables(prec, prober, opt, lens, modes);
+  summarise_tables(decided, L, r);
+  const Evidence future_ev = future_evidence(decided, r);
+  // A leak proven under the gate's setting quarantines already: the other checks could only add to it.
+  const bool settled = decided.stopped_early;
+  if (opt.length_check && !settled) check_length(prec, prober, L, std::max(opt.lookahead, r.leak_horizon), r);
+  Evidence past_ev;
+  if ((opt.past_horizon || opt.window) && !settled) past_ev = measure_past_horizon(prec, prober, modes, r.seq_lens, r);
+  judge_contract(future_ev, past_ev, r);
   // The gradient check runs in the decisive precision.
   if (target.dtype() != decided.decisive.dtype) target.to_dtype(decided.decisive.dtype, nullptr);
-  summarise_tables(decided, L, r);
 
   r.vacuous = r.past_effect == 0.0;
   if (r.vacuous)
@@ -332,9 +348,32 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                                     "horizon {}",
                                     r.gradient.verdict, r.gradient.leak_horizon, L, main_h));
   }
+  // The precision note qualifies everything above it: first.
+  r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
+
+namespace {
+nlohmann::json evidence_json(const Evidence& e) {
+  if (e.empty()) return nullptr;
+  nlohmann::json j;
+  if (!e.mode.empty()) j["mode"] = e.mode;
+  if (e.seq_len >= 0) j["seq_len"] = e.seq_len;
+  if (e.prefix_len >= 0) j["prefix_len"] = e.prefix_len;
+  if (e.position >= 0) j["position"] = e.position;
+  if (e.cut >= 0) j["cut"] = e.cut;
+  if (e.row >= 0) j["row"] = e.row;
+  j["effect"] = e.effect;
+  j["precision"] = e.precision;
+  j["text"] = e.text;
+  return j;
+}
+template <class T>
+nlohmann::json opt_json(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+}  // namespace
 
 nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json j;
@@ -378,6 +417,25 @@ nlohmann::json to_json(const AuditResult& r) {
     for (size_t k = 0; k < r.leak_map[t].size(); ++k)
       if (r.leak_map[t][k] > 0) cells.push_back({t, k + 1, r.leak_map[t][k]});
   j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells}};
+  j["contract"] = {{"lookahead", r.lookahead}, {"window", opt_json(r.window)}};
+  j["contract_holds"] = r.violations.empty();
+  j["length_dependent"] = opt_json(r.length_dependent);
+  j["length_evidence"] = evidence_json(r.length_evidence);
+  j["batch_coupled"] = opt_json(r.batch_coupled);
+  j["batch_evidence"] = evidence_json(r.batch_evidence);
+  j["past_horizon"] = opt_json(r.past_horizon);
+  nlohmann::json violations = nlohmann::json::array();
+  for (const auto& v : r.violations) {
+    nlohmann::json vj{{"kind", v.kind}, {"evidence", evidence_json(v.evidence)}};
+    if (v.kind == "future" || v.kind == "window") {
+      vj["horizon"] = v.horizon;
+      vj["allowed"] = v.allowed;
+    }
+    violations.push_back(vj);
+  }
+  j["violations"] = violations;
+  j["counterexample"] = r.counterexample_json.empty() ? nlohmann::json(nullptr)
+                                                      : nlohmann::json::parse(r.counterexample_json);
   return j;
 }
 
@@ -394,6 +452,12 @@ std::string summarize(const AuditResult& r) {
                               r.target, r.leaky() ? "LEAKY" : "causal", r.leak_horizon, r.max_effect,
                               r.probes, r.precision, r.seconds);
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
+  s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
+                   r.violations.empty() ? "holds" : "VIOLATED");
+  for (const auto& v : r.violations) s += fmt::format("  violation [{}]: {}\n", v.kind, v.evidence.text);
+  auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "not checked"; };
+  s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
+                   tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   if (r.gradient.ran)
     s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {})\n", r.gradient.verdict,
                      r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.agrees ? "agrees" : "DISAGREES");

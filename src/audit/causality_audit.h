@@ -20,6 +20,18 @@
 //
 // Method 2, gradients (targets that expose their input embeddings): d y_t / d e_s for s > t must
 // be exactly zero (float32, when method 1 saw exact zeros) or below the float64 threshold.
+//
+// Beyond the time axis (contract_checks.cpp), decided with the same float32-then-float64 rule:
+//   batch independence (eval and train mode): rows of a pass are replaced while others are kept;
+//     a kept row that moves means rows mix (train-mode BatchNorm, a mean over the batch). The
+//     horizons of a coupled mode are then measured one row per pass, so batch mixing is named
+//     as such and never read as a future leak.
+//   length independence (eval mode): y_t from the prefix x_0..x_{p-1} alone must equal y_t from
+//     the full sequence for t <= p-1-max(K, leak horizon): what a position computes must not
+//     depend on how many tokens follow (positions normalised by L, an FFT size chosen from L).
+//   past horizon: the largest D with y_t depending on x_{t-D}, by replacing the inputs BEFORE
+//     each cut (the mirror image of the future probe).
+// A contract (lookahead K, window W) says what is allowed: y_t may read x_{t-W+1} .. x_{t+K}.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +61,37 @@ struct AuditOptions {
   // horizon. The first table is eval mode at L, the setting perplexity is computed in. Off for
   // `grassaudit audit`, whose horizon covers the whole schedule.
   bool stop_when_leaky = false;
+
+  // The contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead) and,
+  // with a window, nothing before x_{t-W+1}. Defaults: strictly causal, unbounded past.
+  int64_t lookahead = 0;
+  std::optional<int64_t> window;
+  bool length_check = true;   // length independence (eval mode)
+  bool batch_check = true;    // batch independence (every audited mode)
+  bool past_horizon = true;   // measure the past horizon (always when a window is declared)
+};
+
+// Where a property was seen to break: the cell that shows it, in the precision that decided.
+// Fields that do not apply stay at -1 / empty. `text` is one line a person can check.
+struct Evidence {
+  std::string mode;          // eval | train
+  int64_t seq_len = -1;      // the full length probed
+  int64_t prefix_len = -1;   // length: the prefix run alone
+  int64_t position = -1;     // the output position t that moved
+  int64_t cut = -1;          // future: inputs from cut on replaced; window: inputs before cut replaced
+  int64_t row = -1;          // batch: the kept row that moved
+  double effect = 0;         // relative to the output scale
+  std::string precision;
+  std::string text;
+  bool empty() const { return text.empty(); }
+};
+
+// A broken property of the contract. kind: future | length | batch | window.
+struct Violation {
+  std::string kind;
+  int64_t horizon = 0;   // future/window: the measured horizon; length/batch: 0
+  int64_t allowed = 0;   // future: K; window: W-1; length/batch: 0
+  Evidence evidence;
 };
 
 // The audit's two outcomes and its two modes. Inside the audit only these enums are used; the
@@ -101,6 +144,21 @@ struct AuditResult {
   std::string weights_sha256;
   std::string target;
 
+  // The contract audited and the properties beyond the time axis (see the top of this file).
+  int64_t lookahead = 0;
+  std::optional<int64_t> window;
+  std::optional<bool> length_dependent;   // nullopt: not checked
+  Evidence length_evidence;
+  std::optional<bool> batch_coupled;      // nullopt: not checked
+  Evidence batch_evidence;
+  std::optional<int64_t> past_horizon;    // nullopt: not measured
+  std::vector<Violation> violations;      // empty: every property holds within the contract
+  // Set by the property search (--property N): the minimal failing case, as JSON text.
+  std::string counterexample_json;
+
+  // verdict is "leaky" exactly when a property of the contract is violated: a future leak
+  // beyond the lookahead, length dependence, batch coupling or a read beyond the window. With
+  // the default contract that is today's meaning (any future dependence) plus length and batch.
   // Anything but "leaky" (also a result not yet audited, verdict "") reads as causal, as leaky() always did.
   Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
   bool leaky() const { return verdict_enum() == Verdict::kLeaky; }

@@ -43,16 +43,23 @@ std::string TorchScriptTarget::describe() const {
 
 at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   c10::IValue out;
+  // A failure names the length and batch it happened at: a traced model runs only at the
+  // shapes it was traced with, and that is the usual reason a length fails.
+  auto failed = [&](const std::string& why) {
+    return InputError(fmt::format(
+        "{}: forward failed at L={} (input [{}] {}): {}; if it was exported with torch.jit.trace it runs only at its "
+        "traced shapes: audit at that length (--seq-len L --seq-lens L) or export with torch.jit.script",
+        path_, x.dim() >= 2 ? x.size(1) : 0, fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), why));
+  };
   try {
     out = module_->forward({x});
   } catch (const c10::Error& e) {
-    throw InputError(fmt::format("{}: forward failed on input [{}] {}: {}", path_, fmt::join(x.sizes().vec(), ", "),
-                                 c10::toString(x.scalar_type()), first_line(e.what_without_backtrace())));
+    throw failed(first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     std::string what = e.what();
     auto pos = what.rfind("RuntimeError:");
     if (pos == std::string::npos) pos = what.rfind("Error:");
-    throw InputError(fmt::format("{}: forward failed: {}", path_, first_line(pos == std::string::npos ? what : what.substr(pos))));
+    throw failed(first_line(pos == std::string::npos ? what : what.substr(pos)));
   }
   if (!out.isTensor())
     throw InputError(fmt::format("{}: forward must return a tensor [B, L, ...], got {}", path_, out.tagKind()));

@@ -3,7 +3,8 @@
 //   --mixer NAME [--checkpoint FILE] [model flags]            a built-in LM (untrained or trained)
 //   --checkpoint FILE                                          the mixer stored in the checkpoint
 //   --suite FILE                                               a suite of control models
-// Exit: 0 no future dependence found, 1 leak found (or a suite case off), 2 usage/input error.
+// Exit: 0 every property holds within the declared contract (--allow-lookahead, --window),
+//       1 a violation (future, length, batch, window; or a suite case off), 2 usage/input error.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "audit/audit_suite.h"
 #include "audit/builtin_target.h"
 #include "audit/causality_audit.h"
+#include "audit/property_search.h"
 #include "audit/torchscript_target.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
@@ -29,7 +31,10 @@ const char* kUsage =
     "usage: grassaudit audit --model FILE.pt --input tokens:V|features:C --seq-len L [options]\n"
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
-    "Exit status: 0 causal (no future dependence found), 1 leak found, 2 usage or input error.";
+    "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
+    "its outputs may not depend on the sequence length or on other rows of the batch.\n"
+    "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window),\n"
+    "2 usage or input error.";
 
 void apply_mode(const std::string& mode, AuditOptions& opt) {
   if (mode == "eval") opt.train_mode = false;
@@ -79,6 +84,14 @@ int audit_main(int argc, char** argv) {
          "built-in: hidden (final LayerNorm output; the tied head is position-wise, so causality is\n"
          "the same as for logits, at a fraction of the cost) or logits")
         ("no-gradient-check", po::bool_switch(), "skip the gradient method")
+        ("allow-lookahead", po::value<int64_t>()->default_value(0),
+         "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
+        ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
+        ("no-length-check", po::bool_switch(), "skip length independence (prefix runs: a traced model runs at its traced length only)")
+        ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
+        ("property", po::value<int64_t>(),
+         "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
+         "shrunk to the smallest length and cut that still fail")
         ("json", po::value<std::string>(), "write the result as JSON")
         ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
     add_threads_option(desc, &threads);
@@ -93,6 +106,19 @@ int audit_main(int argc, char** argv) {
     opt.seed = vm["seed"].as<Unsigned64>().value;
     opt.gradient_check = !vm["no-gradient-check"].as<bool>();
     apply_mode(vm["mode"].as<std::string>(), opt);
+    opt.lookahead = vm["allow-lookahead"].as<int64_t>();
+    if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
+    if (vm.count("window")) {
+      opt.window = vm["window"].as<int64_t>();
+      if (*opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
+    }
+    opt.length_check = !vm["no-length-check"].as<bool>();
+    opt.batch_check = !vm["no-batch-check"].as<bool>();
+    std::optional<int64_t> property_cases;
+    if (vm.count("property")) {
+      property_cases = vm["property"].as<int64_t>();
+      if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
+    }
     if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
     if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
@@ -140,6 +166,7 @@ int audit_main(int argc, char** argv) {
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
     auto result = run_causality_audit(*target, opt);
+    if (property_cases) run_property_search(*target, opt, *property_cases, result);
     std::cout << summarize(result);
     if (!json_path.empty()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
     if (vm.count("leak-map")) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));

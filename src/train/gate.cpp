@@ -60,6 +60,11 @@ AuditOptions gate_audit_options(int64_t seq_len, int64_t trials, int64_t batch, 
   // more than the rest of the audit (every cut of a leaky model moves) to refine the horizon
   // only. Causal models still get the whole schedule.
   o.stop_when_leaky = true;
+  // The gate's contract is the strict one (no lookahead, no window), so the past horizon would
+  // decide nothing: not measured. Batch independence (train-mode batch statistics would leak
+  // across rows of consecutive text) and length independence stay on: both are cheap next to
+  // the future tables (measured in the closing note of the audit-contracts issue).
+  o.past_horizon = false;
   return o;
 }
 

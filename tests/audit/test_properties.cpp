@@ -55,7 +55,10 @@ AuditResult audit_lm(const ModelConfig& c, int64_t L, uint64_t seed) {
 // Mixing by a boolean mask: y_i = sum_j mask[i][j] w_ij x_j. Causal iff the mask is.
 at::Tensor masked_mix(const at::Tensor& x, const at::Tensor& mask) {
   const int64_t L = x.size(1);
-  auto w = at::linspace(0.5, 1.5, L * L, x.options()).view({L, L}) * mask.to(x.scalar_type());
+  // Weights from (i, j) alone, not from L: a weight table laid out by L (linspace over L*L)
+  // makes the mix length-dependent, which the audit's length check rightly reports.
+  auto i = at::arange(L, x.options()).view({L, 1}), j = at::arange(L, x.options()).view({1, L});
+  auto w = ((i * 7 + j * 3).remainder(11) / 11 + 0.5) * mask.to(x.scalar_type());
   return at::einsum("ij,bjc->bic", {w, x});
 }
 

@@ -1,0 +1,24 @@
+#pragma once
+// `grassaudit audit --property N`: RapidCheck draws N cases -- a length, a batch size, a cut, a
+// perturbation kind (resample, swap, constant, scaled), a mode and a seed -- and checks every
+// property of the contract on each: no output before the cut (less the lookahead) moves when
+// the inputs after it change; a prefix run alone gives the same outputs (length); a row does
+// not move when the other rows change (batch); no output beyond the window moves when the
+// inputs before the cut change (window). A failing case is shrunk by RapidCheck to the
+// smallest length and cut that still fail; that minimal counterexample (L, cut, the offending
+// positions, the effect) lands in the result and, like any broken property, in its violations.
+// Decided in float64 where the target runs in it (threshold kLeakThreshold64), else in its own
+// dtype with kLeakThreshold32.
+#include <cstdint>
+
+#include "audit/audit_target.h"
+#include "audit/causality_audit.h"
+
+namespace grassaudit {
+
+// Runs after run_causality_audit on the same target (r: its result, updated in place: the
+// counterexample, a violation of its kind if the audit had not found one, the verdict).
+// Throws InputError when the model cannot run at a drawn length or batch size.
+void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r);
+
+}  // namespace grassaudit
