@@ -33,11 +33,10 @@ TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
 
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
 
-// x: [rows, L] int64 tokens, or [rows, L, C] features in the target's dtype.
-at::Tensor Prober::random_inputs(int64_t rows, int64_t L, at::Generator& gen) {
-  if (in_.kind == InputSpec::Kind::kTokens)
-    return at::randint(0, in_.size, {rows, L}, gen, at::TensorOptions().dtype(at::kLong));
-  return at::randn({rows, L, in_.size}, gen, at::TensorOptions().dtype(target_.dtype())) * in_.feature_scale;
+at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen) {
+  if (in.kind == InputSpec::Kind::kTokens)
+    return at::randint(0, in.size, {rows, L}, gen, at::TensorOptions().dtype(at::kLong));
+  return at::randn({rows, L, in.size}, gen, at::TensorOptions().dtype(dtype)) * in.feature_scale;
 }
 
 // x: [rows, L(, C)] -> y: [rows, L, K], detached; InputError on a broken contract.
@@ -110,15 +109,19 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     return run(x.contiguous());
   };
 
-  if (isolated(mode)) {  // one row per pass: [1, L(, C)]
+  if (isolated(mode)) {  // one sequence per pass (as two identical rows: see run_alone)
     std::vector<at::Tensor> y_base;
     std::vector<at::Tensor> scale;
+    auto seeded_alone = [&](const at::Tensor& x) {
+      if (train) at::manual_seed(seed);
+      return run_alone(x);
+    };
     for (int64_t tr = 0; tr < T; ++tr) {
-      y_base.push_back(seeded_run(bases.narrow(0, tr, 1)));
+      y_base.push_back(seeded_alone(bases.narrow(0, tr, 1)));
       scale.push_back(y_base.back().abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300));  // [1]
     }
     for (int64_t r = 0; r < R; ++r) {
-      auto y = seeded_run(rows.narrow(0, r, 1));
+      auto y = seeded_alone(rows.narrow(0, r, 1));
       const auto tr = static_cast<size_t>(r % T);
       record((y - y_base[tr]).abs().amax(-1).to(at::kDouble).div(scale[tr].view({1, 1})).contiguous(), r, 1);
     }
@@ -141,6 +144,15 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
     record((y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
+}
+
+// x [1, L(, C)] -> y [1, L, K], run as a batch of two identical rows: whatever the model
+// computes across rows (a batch mean, batch statistics) then sees only this sequence, and a
+// model that cannot run a batch of one (BatchNorm in train mode over [B, C]) still runs.
+at::Tensor Prober::run_alone(const at::Tensor& x) {
+  std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
+  reps[0] = 2;
+  return run(x.repeat(reps).contiguous()).narrow(0, 0, 1);
 }
 
 EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
@@ -213,14 +225,14 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
   for (int64_t p : prefix_lens) out.push_back(PrefixEffect{p, 0.0, -1, {}});
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
     auto x = random_inputs(1, L, gen);
-    auto y_full = run(x);                                                       // [1, L, K]
+    auto y_full = run_alone(x);                                                 // [1, L, K]
     const double scale = std::max(y_full.abs().max().item<double>(), 1e-300);
     for (auto& pe : out) {
       const int64_t n = pe.prefix_len - guard;  // compared positions 0 .. n-1
       if (n <= 0 || !pe.error.empty()) continue;
       at::Tensor y_p;
       try {
-        y_p = run(x.narrow(1, 0, pe.prefix_len).contiguous());                 // [1, p, K]
+        y_p = run_alone(x.narrow(1, 0, pe.prefix_len));                        // [1, p, K]
       } catch (const InputError& e) {
         pe.error = e.what();
         continue;

@@ -36,6 +36,10 @@ struct EffectTable {
   }
 };
 
+// rows x L (x C) random inputs from `gen`: token ids uniform over the vocabulary [rows, L]
+// int64, or Gaussian features [rows, L, C] in `dtype` at the spec's scale.
+at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen);
+
 // Distance between output t and the nearest replaced input at cut c.
 inline int64_t cut_distance(Side side, int64_t t, int64_t c) { return side == Side::kFuture ? c - t : t - c + 1; }
 
@@ -96,7 +100,7 @@ class Prober {
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
   BatchEffect batch_effect(AuditMode mode, int64_t L);
 
-  // Length independence (eval mode, one sequence per pass): each prefix length of `prefix_lens`
+  // Length independence (eval mode, one sequence per pass, run_alone): each prefix length of `prefix_lens`
   // against the full length L, comparing positions t < p - guard.
   std::vector<PrefixEffect> prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard);
 
@@ -111,10 +115,14 @@ class Prober {
   std::vector<std::vector<double>> gradient_map(int64_t L);
 
  private:
-  // rows x L (x C) random inputs from the audit's own generator (not the global one).
-  at::Tensor random_inputs(int64_t rows, int64_t L, at::Generator& gen);
+  // random_inputs in the target's current dtype, from the audit's own generator (not the global one).
+  at::Tensor random_inputs(int64_t rows, int64_t L, at::Generator& gen) {
+    return grassaudit::random_inputs(in_, target_.dtype(), rows, L, gen);
+  }
   // Runs the target and checks the output contract: [rows, L, ...] and finite.
   at::Tensor run(const at::Tensor& x);
+  // One sequence [1, L(, C)] on its own (two identical rows): y [1, L, K].
+  at::Tensor run_alone(const at::Tensor& x);
   // One mode at one length, all trials (the row layout is explained at the definition).
   void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side);
 

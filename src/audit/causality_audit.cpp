@@ -322,15 +322,25 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   // Non-vacuity first, in the target's own precision.
   r.past_effect = prober.past_effect(L);
   // Batch independence before the horizons: a coupled mode is then probed one row per pass.
+  auto lap = Clock::now();
+  auto timed = [&](const char* name) {
+    const auto now = Clock::now();
+    r.seconds_by_check.emplace_back(name, std::chrono::duration<double>(now - lap).count());
+    lap = now;
+  };
   if (opt.batch_check) check_batch(prec, prober, modes, L, r);
+  timed("batch");
   const DecidedTables decided = decide_tables(prec, prober, opt, lens, modes);
   summarise_tables(decided, L, r);
   const Evidence future_ev = future_evidence(decided, r);
+  timed("future");
   // A leak proven under the gate's setting quarantines already: the other checks could only add to it.
   const bool settled = decided.stopped_early;
   if (opt.length_check && !settled) check_length(prec, prober, L, std::max(opt.lookahead, r.leak_horizon), r);
+  timed("length");
   Evidence past_ev;
   if ((opt.past_horizon || opt.window) && !settled) past_ev = measure_past_horizon(prec, prober, modes, r.seq_lens, r);
+  timed("past");
   judge_contract(future_ev, past_ev, r);
   // The gradient check runs in the decisive precision.
   if (target.dtype() != decided.decisive.dtype) target.to_dtype(decided.decisive.dtype, nullptr);
@@ -348,6 +358,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                                     "horizon {}",
                                     r.gradient.verdict, r.gradient.leak_horizon, L, main_h));
   }
+  timed("gradient");
   // The precision note qualifies everything above it: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -424,6 +435,9 @@ nlohmann::json to_json(const AuditResult& r) {
   j["batch_coupled"] = opt_json(r.batch_coupled);
   j["batch_evidence"] = evidence_json(r.batch_evidence);
   j["past_horizon"] = opt_json(r.past_horizon);
+  nlohmann::json sec = nlohmann::json::object();
+  for (const auto& [name, t] : r.seconds_by_check) sec[name] = t;
+  j["seconds_by_check"] = sec;
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
     nlohmann::json vj{{"kind", v.kind}, {"evidence", evidence_json(v.evidence)}};

@@ -153,6 +153,9 @@ struct AuditResult {
   Evidence batch_evidence;
   std::optional<int64_t> past_horizon;    // nullopt: not measured
   std::vector<Violation> violations;      // empty: every property holds within the contract
+  // Wall seconds per check (future tables incl. their float64 re-runs, batch, length, past,
+  // gradient, property), for the cost of each.
+  std::vector<std::pair<std::string, double>> seconds_by_check;
   // Set by the property search (--property N): the minimal failing case, as JSON text.
   std::string counterexample_json;
 

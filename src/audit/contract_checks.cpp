@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "util/error.h"
+
 namespace grassaudit {
 
 std::string dtype_name(at::ScalarType t) {
@@ -23,7 +25,15 @@ void check_batch(PrecisionSwitch& prec, Prober& prober, const std::vector<AuditM
   r.batch_coupled = false;
   for (AuditMode mode : modes) {
     prec.to_own();
-    BatchEffect e = prober.batch_effect(mode, L);
+    BatchEffect e;
+    try {
+      e = prober.batch_effect(mode, L);
+    } catch (const InputError& err) {  // e.g. a model traced at batch 1
+      r.batch_coupled.reset();
+      r.notes.push_back(fmt::format("batch check skipped: the model does not run at the check's batch size ({})",
+                                    err.what()));
+      return;
+    }
     double threshold = 0;  // exact zeros: nothing to decide
     bool f64 = prec.own() == at::kDouble;
     if (e.effect > 0) {

@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -86,11 +87,7 @@ class CaseChecker {
   }
 
  private:
-  at::Tensor draw(int64_t rows, int64_t L, at::Generator& gen) {
-    if (in_.kind == InputSpec::Kind::kTokens)
-      return at::randint(0, in_.size, {rows, L}, gen, at::TensorOptions().dtype(at::kLong));
-    return at::randn({rows, L, in_.size}, gen, at::TensorOptions().dtype(target_.dtype())) * in_.feature_scale;
-  }
+  at::Tensor draw(int64_t rows, int64_t L, at::Generator& gen) { return random_inputs(in_, target_.dtype(), rows, L, gen); }
 
   // x with the positions where `where` [1, L] holds perturbed by the case's kind:
   // resample: fresh draws; swap: those positions in reverse order; constant: token 0 / 0.0;
@@ -121,7 +118,9 @@ class CaseChecker {
     if (c.mode == AuditMode::kTrain) at::manual_seed(c.seed ^ 0x9E3779B97F4A7C15ULL);
     at::Tensor y;
     try {
-      y = target_.forward(x);
+      // A batch of one runs as two identical rows (kept: row 0), as the audit's run_alone does:
+      // BatchNorm in train mode refuses a batch of one.
+      y = x.size(0) == 1 ? target_.forward(at::cat({x, x}, 0)).narrow(0, 0, 1) : target_.forward(x);
     } catch (const InputError& e) {
       throw InputError(fmt::format("property search: the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
                                    e.what()));
@@ -211,6 +210,14 @@ std::string failure_json(const Failure& f, int64_t cases, const std::string& pre
 
 void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r) {
   CpuRngGuard rng;
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timer {  // records the search's seconds however it ends
+    AuditResult& r;
+    std::chrono::steady_clock::time_point t0;
+    ~Timer() {
+      r.seconds_by_check.emplace_back("property", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  } timer{r, t0};
   const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
   Prober prober(target, opt);
