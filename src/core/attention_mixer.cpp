@@ -21,8 +21,8 @@ void check_attention_heads(int64_t d_model, int64_t heads) {
     throw InputError(fmt::format("attention: d_model ({}) must be divisible by heads ({})", d_model, heads));
 }
 
-AttentionParamsImpl::AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout)
-    : d_model_(d_model), heads_(heads) {
+AttentionParamsImpl::AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm)
+    : d_model_(d_model), heads_(heads), pre_norm_(pre_norm) {
   check_attention_heads(d_model, heads);
   in_proj_ = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
   out_proj_ = register_module("out_proj", torch::nn::Linear(d_model, d_model));
@@ -56,8 +56,13 @@ constexpr int64_t kChunkFrom = 1024;
 // blocks of 256 that only read keys up to their block's end: the masked upper triangle is
 // never computed (about half the FLOPs and score memory at large L), with identical results.
 torch::Tensor AttentionMixerImpl::forward(const torch::Tensor& h) {
-  const int64_t B = h.size(0), L = h.size(1), H = heads_, dh = d_model_ / heads_, d = d_model_;
-  auto h2 = h.reshape({B * L, d});
+  const int64_t B = h.size(0), L = h.size(1), d = d_model_;
+  return sublayer(h.reshape({B * L, d}), [&](const torch::Tensor& x) { return attend(x, B, L); }).view(h.sizes());
+}
+
+// x: [B*L, d] -> out_proj(MHA(x)) [B*L, d], before dropout, residual and LayerNorm.
+torch::Tensor AttentionMixerImpl::attend(const torch::Tensor& h2, int64_t B, int64_t L) {
+  const int64_t H = heads_, dh = d_model_ / heads_, d = d_model_;
   auto qkv = at::addmm(in_proj_->bias, h2, in_proj_->weight.t())          // [B*L, 3d]
                  .view({B, L, 3, H, dh})
                  .permute({2, 0, 3, 1, 4})
@@ -68,21 +73,20 @@ torch::Tensor AttentionMixerImpl::forward(const torch::Tensor& h) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   at::Tensor ctx;                                                         // [B*H, L, dh]
   if (L < kChunkFrom) {
-    auto scores = at::baddbmm(causal_bias(0, L, h.options()), q, k.transpose(1, 2), 1.0, scale);
+    auto scores = at::baddbmm(causal_bias(0, L, h2.options()), q, k.transpose(1, 2), 1.0, scale);
     ctx = at::bmm(attn_dropout_->forward(at::softmax(scores, -1)), v);
   } else {
     std::vector<at::Tensor> parts;
     for (int64_t s = 0; s < L; s += kQueryChunk) {
       const int64_t rows = std::min(kQueryChunk, L - s), keys = s + rows;
-      auto scores = at::baddbmm(causal_bias(s, rows, h.options()), q.narrow(1, s, rows),
+      auto scores = at::baddbmm(causal_bias(s, rows, h2.options()), q.narrow(1, s, rows),
                                 k.narrow(1, 0, keys).transpose(1, 2), 1.0, scale);
       parts.push_back(at::bmm(attn_dropout_->forward(at::softmax(scores, -1)), v.narrow(1, 0, keys)));
     }
     ctx = at::cat(parts, 1);
   }
   ctx = ctx.view({B, H, L, dh}).permute({0, 2, 1, 3}).reshape({B * L, d});
-  auto out = at::addmm(out_proj_->bias, ctx, out_proj_->weight.t());
-  return norm_->forward(h2 + dropout_->forward(out)).view(h.sizes());
+  return at::addmm(out_proj_->bias, ctx, out_proj_->weight.t());
 }
 
 void register_attention_mixers(MixerRegistry& registry) {
@@ -94,7 +98,7 @@ void register_attention_mixers(MixerRegistry& registry) {
   fast.family = MixerFamily::kAttention;
   fast.pairing = MixerPairing::kCausalMask;
   registry.add(fast, [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
-    return std::make_shared<AttentionMixerImpl>(cfg.d_model, cfg.heads, cfg.dropout);
+    return std::make_shared<AttentionMixerImpl>(cfg.d_model, cfg.heads, cfg.dropout, cfg.pre_norm());
   });
   MixerInfo ref = fast;
   ref.name = "literal-attention";
@@ -102,7 +106,7 @@ void register_attention_mixers(MixerRegistry& registry) {
   ref.reference_twin.clear();
   ref.is_reference = true;
   registry.add(ref, [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
-    return std::make_shared<AttentionReferenceImpl>(cfg.d_model, cfg.heads, cfg.dropout);
+    return std::make_shared<AttentionReferenceImpl>(cfg.d_model, cfg.heads, cfg.dropout, cfg.pre_norm());
   });
 }
 

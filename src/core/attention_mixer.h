@@ -21,8 +21,16 @@ void check_attention_heads(int64_t d_model, int64_t heads);
 // paths so weights copy across by name.
 class AttentionParamsImpl : public TokenMixerImpl {
  protected:
-  AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout);
+  // pre_norm: hhat = h + dropout(MHA(LN(h))) instead of the post-norm LN(h + dropout(MHA(h))).
+  AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm);
+  // The sublayer around attn(x) [.., d]: post LN(h + dropout(attn(h))), pre h + dropout(attn(LN(h))).
+  template <class Attn>
+  torch::Tensor sublayer(const torch::Tensor& h, Attn&& attn) {
+    if (pre_norm_) return h + dropout_->forward(attn(norm_->forward(h)));
+    return norm_->forward(h + dropout_->forward(attn(h)));
+  }
   int64_t d_model_, heads_;
+  bool pre_norm_;
   torch::nn::Linear in_proj_{nullptr}, out_proj_{nullptr};
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Dropout attn_dropout_{nullptr}, dropout_{nullptr};
@@ -31,9 +39,12 @@ class AttentionParamsImpl : public TokenMixerImpl {
 // The fast path (blocked causal attention for long sequences).
 class AttentionMixerImpl : public AttentionParamsImpl {
  public:
-  AttentionMixerImpl(int64_t d_model, int64_t heads, double dropout)
-      : AttentionParamsImpl(d_model, heads, dropout) {}
+  AttentionMixerImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm = false)
+      : AttentionParamsImpl(d_model, heads, dropout, pre_norm) {}
   torch::Tensor forward(const torch::Tensor& h) override;
+
+ private:
+  torch::Tensor attend(const torch::Tensor& h2, int64_t B, int64_t L);
 };
 
 }  // namespace grassaudit

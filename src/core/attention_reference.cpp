@@ -18,8 +18,13 @@ namespace grassaudit {
 //     scores_i[t, j] = -inf where j > t                 (the full causal mask)
 //     ctx_i = dropout(softmax(scores_i)) v_i            [B, L, dh]
 //   ctx = [ctx_0 | ... | ctx_{H-1}]                     [B, L, d]
-//   hhat = LayerNorm(h + dropout(ctx W_out^T + b_out))
+//   hhat = LayerNorm(h + dropout(ctx W_out^T + b_out))      (pre-norm: h + dropout(attend(LayerNorm(h))))
 torch::Tensor AttentionReferenceImpl::forward(const torch::Tensor& h) {
+  return sublayer(h, [&](const torch::Tensor& x) { return attend(x); });
+}
+
+// h: [B, L, d] -> ctx W_out^T + b_out [B, L, d].
+torch::Tensor AttentionReferenceImpl::attend(const torch::Tensor& h) {
   const int64_t L = h.size(1), dh = d_model_ / heads_;
   auto qkv = in_proj_->forward(h);                                        // [B, L, 3d]
   auto q = qkv.narrow(-1, 0, d_model_);
@@ -36,7 +41,7 @@ torch::Tensor AttentionReferenceImpl::forward(const torch::Tensor& h) {
     heads.push_back(at::matmul(probs, vi));                                 // [B, L, dh]
   }
   auto ctx = at::cat(heads, -1);                                           // [B, L, d]
-  return norm_->forward(h + dropout_->forward(out_proj_->forward(ctx)));
+  return out_proj_->forward(ctx);
 }
 
 }  // namespace grassaudit

@@ -15,9 +15,12 @@ namespace grassaudit {
 class AttentionReferenceImpl : public AttentionParamsImpl {
  public:
   // InputError unless heads >= 1 divides d_model.
-  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout)
-      : AttentionParamsImpl(d_model, heads, dropout) {}
+  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm = false)
+      : AttentionParamsImpl(d_model, heads, dropout, pre_norm) {}
   torch::Tensor forward(const torch::Tensor& h) override;
+
+ private:
+  torch::Tensor attend(const torch::Tensor& h);
 };
 
 }  // namespace grassaudit

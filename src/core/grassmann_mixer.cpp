@@ -145,23 +145,29 @@ torch::Tensor GrassmannMixerImpl::gate_blend_fast(const torch::Tensor& h, const 
   const auto& W = gate_->weight;                                        // [d, 2d]
   auto pre = at::addmm(gate_->bias, h2, W.narrow(1, 0, d).t());
   pre.addmm_(g2, W.narrow(1, d, d).t());
-  auto mixed = GateBlendFunction::apply(pre, h2, g2).view(h.sizes());
-  return dropout_->forward(norm_->forward(mixed));
+  return GateBlendFunction::apply(pre, h2, g2).view(h.sizes());
 }
 
-// h, g: [B, L, d] -> dropout(LayerNorm(alpha * h + (1 - alpha) * g)), alpha = sigmoid(W_gate [h; g]).
+// h, g: [B, L, d] -> alpha * h + (1 - alpha) * g, alpha = sigmoid(W_gate [h; g]).
 torch::Tensor GrassmannMixerImpl::gate_blend(const torch::Tensor& h, const torch::Tensor& g) {
   auto alpha = at::sigmoid(gate_->forward(at::cat({h, g}, -1)));
-  auto mixed = alpha * h + (1 - alpha) * g;
-  return dropout_->forward(norm_->forward(mixed));
+  return alpha * h + (1 - alpha) * g;
+}
+
+// The sublayer around blend: post (the paper's) dropout(LN(blend(h, g(h))));
+// pre h + dropout(blend(u, g(u))) with u = LN(h). h: [B, L, d] -> [B, L, d].
+template <class Blend>
+torch::Tensor GrassmannMixerImpl::sublayer(const torch::Tensor& h, Blend&& blend) {
+  if (!options_.pre_norm) return dropout_->forward(norm_->forward(blend(h)));
+  return h + dropout_->forward(blend(norm_->forward(h)));
 }
 
 torch::Tensor GrassmannMixerImpl::forward_fast(const torch::Tensor& h) {
-  return gate_blend_fast(h, geometry_fast(reduce_->forward(h)));
+  return sublayer(h, [&](const torch::Tensor& x) { return gate_blend_fast(x, geometry_fast(reduce_->forward(x))); });
 }
 
 torch::Tensor GrassmannMixerImpl::forward_literal(const torch::Tensor& h) {
-  return gate_blend(h, geometry_literal(reduce_->forward(h)));
+  return sublayer(h, [&](const torch::Tensor& x) { return gate_blend(x, geometry_literal(reduce_->forward(x))); });
 }
 
 torch::Tensor GrassmannMixerImpl::forward(const torch::Tensor& h) {
@@ -182,6 +188,7 @@ void register_grassmann_mixers(MixerRegistry& registry) {
       o.eps = cfg.eps;
       o.dropout = cfg.dropout;
       o.literal = literal;
+      o.pre_norm = cfg.pre_norm();
       return std::make_shared<GrassmannMixerImpl>(o);
     };
   };

@@ -32,6 +32,8 @@ struct GrassmannOptions {
   double eps = 1e-8;
   double dropout = 0.1;
   bool literal = false;  // forward() runs the literal reference path
+  // post (the paper's): hhat = dropout(LN(blend(h, g(h)))); pre: hhat = h + dropout(blend(u, g(u))), u = LN(h).
+  bool pre_norm = false;
 };
 
 class GrassmannMixerImpl : public TokenMixerImpl {
@@ -51,6 +53,9 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::Tensor gate_blend(const torch::Tensor& h, const torch::Tensor& g);
   // Same function, fast: split-weight GEMMs and one fused blend node (custom backward).
   torch::Tensor gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g);
+  // LayerNorm, dropout and (pre-norm) the residual around blend(x), per options_.pre_norm.
+  template <class Blend>
+  torch::Tensor sublayer(const torch::Tensor& h, Blend&& blend);
 
   GrassmannOptions options_;
   torch::nn::Linear reduce_{nullptr};    // W_red: d -> r

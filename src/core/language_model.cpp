@@ -9,7 +9,7 @@
 
 namespace grassaudit {
 
-BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
+BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) : pre_norm_(cfg.pre_norm()) {
   mixer_ = MixerRegistry::instance().create(cfg, layer);
   register_module("mixer", mixer_);
   ffn_in_ = register_module("ffn_in", torch::nn::Linear(cfg.d_model, cfg.d_ff));
@@ -18,10 +18,12 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) {
   dropout_ = register_module("dropout", torch::nn::Dropout(cfg.dropout));
 }
 
+// h: [B, L, d] -> [B, L, d]. post: LN(hhat + dropout(FFN(hhat))); pre: hhat + dropout(FFN(LN(hhat))).
 torch::Tensor BlockImpl::forward(const torch::Tensor& h) {
   auto hhat = mixer_->forward(h);
-  auto phi = ffn_out_->forward(at::gelu(ffn_in_->forward(hhat)));
-  return ffn_norm_->forward(hhat + dropout_->forward(phi));
+  auto ffn = [&](const torch::Tensor& x) { return ffn_out_->forward(at::gelu(ffn_in_->forward(x))); };
+  if (pre_norm_) return hhat + dropout_->forward(ffn(ffn_norm_->forward(hhat)));
+  return ffn_norm_->forward(hhat + dropout_->forward(ffn(hhat)));
 }
 
 LanguageModelImpl::LanguageModelImpl(const ModelConfig& cfg) : cfg_(cfg) {

@@ -31,6 +31,7 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::Linear ffn_in_{nullptr}, ffn_out_{nullptr};
   torch::nn::LayerNorm ffn_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
+  bool pre_norm_ = false;
 };
 TORCH_MODULE(Block);
 

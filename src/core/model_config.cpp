@@ -26,6 +26,8 @@ const std::vector<Field<ModelConfig>>& model_config_fields() {
       {"eps", &C::eps, finite_above(0), "eps", "Pluecker normalisation floor"},
       {"offsets", &C::offsets, non_empty_at_least(1), "offsets", "pairing offsets, e.g. 1,2,4,8,12,16"},
       {"offset_mode", &C::offset_mode, one_of({"per-layer", "all"}), "offset-mode", "per-layer | all"},
+      {"norm", &C::norm, one_of({"post", "pre"}), "norm",
+       "LayerNorm placement: post (the paper's, LN(h + f(h))) | pre (h + f(LN(h)))"},
   };
   return fields;
 }

@@ -25,6 +25,11 @@ struct ModelConfig {
   double eps = 1e-8;       // Pluecker normalisation: p / max(||p||, eps)
   std::vector<int64_t> offsets{1, 2, 4, 8, 12, 16};
   std::string offset_mode = "per-layer";  // per-layer | all
+  // Where each sublayer's LayerNorm sits. post (the paper's, the original Transformer's):
+  // LN(h + f(h)); pre (GPT-2's): h + f(LN(h)). The same LayerNorm modules (same checkpoint
+  // keys) in both; only where they apply differs. See BlockImpl and the two mixers.
+  std::string norm = "post";
+  bool pre_norm() const { return norm == "pre"; }
 
   // Throws InputError with one line naming the first invalid field: the mixer name, then the
   // table's checks in table order, then the rules between fields (offsets vs max_len, ...).

@@ -127,6 +127,7 @@ RC_GTEST_PROP(MixerProperties, PastAndAttentionPassFutureLeaksWithPredictedHoriz
   const int64_t L = *rc::gen::inRange<int64_t>(2, 18);
   c.max_len = L + *rc::gen::inRange<int64_t>(0, 4);
   c.offset_mode = *rc::gen::element<std::string>("per-layer", "all");
+  c.norm = *rc::gen::element<std::string>("post", "pre");
   const int64_t n_off = c.offset_mode == "per-layer" ? c.layers : *rc::gen::inRange<int64_t>(1, 4);
   c.offsets = *rc::gen::container<std::vector<int64_t>>(static_cast<size_t>(n_off),
                                                           rc::gen::inRange<int64_t>(1, c.max_len));

@@ -69,6 +69,7 @@ Case random_case(const std::string& mixer, std::mt19937& rng, bool float32, bool
   m.max_len = long_sequence ? 1200 : 32;
   m.dropout = 0.0;  // train mode may draw no random numbers: the two paths would draw differently
   m.offset_mode = draw(rng, 0, 1) ? "all" : "per-layer";
+  m.norm = draw(rng, 0, 1) ? "pre" : "post";
   const int n_off = draw(rng, 1, 5);
   m.offsets.clear();
   for (int k = 0; k < n_off; ++k) m.offsets.push_back(draw(rng, 1, 20));
@@ -157,7 +158,7 @@ std::string describe(const Case& c) {
   for (auto D : c.cfg.offsets) offs += (offs.empty() ? "" : ",") + std::to_string(D);
   return "B " + std::to_string(c.B) + " L " + std::to_string(c.L) + " d " + std::to_string(c.cfg.d_model) + " r " +
          std::to_string(c.cfg.rank) + " heads " + std::to_string(c.cfg.heads) + " offsets [" + offs + "] " +
-         c.cfg.offset_mode + " layer " + std::to_string(c.layer) + (c.train ? " train" : " eval");
+         c.cfg.offset_mode + " " + c.cfg.norm + "-norm layer " + std::to_string(c.layer) + (c.train ? " train" : " eval");
 }
 
 class MixerParity : public ::testing::TestWithParam<std::string> {};
@@ -215,9 +216,11 @@ TEST_P(MixerParity, LayerOutputsAndAllGradientsMatchReferenceTwin) {
 TEST_P(MixerParity, WholeModelLogitsAndGradientsMatchReferenceTwinFloat64) {
   const std::string name = GetParam();
   const auto& reg = MixerRegistry::instance();
-  for (std::string mode : {"per-layer", "all"}) {
+  for (std::string mode : {"per-layer", "all"})
+  for (std::string norm : {"post", "pre"}) {
     ModelConfig c;
     c.mixer = name;
+    c.norm = norm;
     c.vocab_size = 50;
     c.d_model = 24;
     c.rank = 6;
@@ -246,11 +249,11 @@ TEST_P(MixerParity, WholeModelLogitsAndGradientsMatchReferenceTwinFloat64) {
     auto rf = run_once(*fast, [&](const at::Tensor& x) { return fast->head(fast->hidden_from_embeddings(x)); }, h, upstream);
     auto rr = run_once(*twin, [&](const at::Tensor& x) { return twin->head(twin->hidden_from_embeddings(x)); }, h, upstream);
     Worst w = compare(rf, rr);
-    std::printf("parity whole model %s (%s) float64: logits %.3g  grad_in %.3g  grad_param %.3g (%s)\n", name.c_str(),
-                mode.c_str(), w.out, w.grad_in, w.grad_param, w.param.c_str());
-    EXPECT_LE(w.out, 1e-12) << mode;
-    EXPECT_LE(w.grad_in, 1e-12) << mode;
-    EXPECT_LE(w.grad_param, 1e-12) << mode << " worst parameter " << w.param;
+    std::printf("parity whole model %s (%s, %s-norm) float64: logits %.3g  grad_in %.3g  grad_param %.3g (%s)\n",
+                name.c_str(), mode.c_str(), norm.c_str(), w.out, w.grad_in, w.grad_param, w.param.c_str());
+    EXPECT_LE(w.out, 1e-12) << mode << " " << norm;
+    EXPECT_LE(w.grad_in, 1e-12) << mode << " " << norm;
+    EXPECT_LE(w.grad_param, 1e-12) << mode << " " << norm << " worst parameter " << w.param;
   }
 }
 
