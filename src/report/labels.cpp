@@ -28,6 +28,7 @@ std::string pairing_label(const RunRecord& run) {
     if (run.offset_mode == "per-layer") out += " one per layer";
     if (run.offset_mode == "all") out += " all in every layer";
   }
+  if (run.norm == "pre") out += "; pre-norm";
   return out;
 }
 

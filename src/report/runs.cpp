@@ -131,6 +131,9 @@ void read_summary(RunRecord& run, const std::string& path) {
   run.seed = opt_integer(j, "seed", path);
   run.offsets = opt_integer_array(j, "offsets", path);
   run.offset_mode = opt_string(j, "offset_mode", path).value_or("");
+  run.norm = opt_string(j, "norm", path).value_or("post");
+  if (run.norm != "post" && run.norm != "pre")
+    throw InputError(path + ": \"norm\" must be \"post\" or \"pre\", got \"" + run.norm + "\"");
   run.epochs = opt_number(j, "epochs", path);
   run.tokens_seen = opt_number(j, "tokens_seen", path);
   run.tokens_per_second = opt_number(j, "tokens_per_second", path);
@@ -232,6 +235,7 @@ std::string summary_config_key(const RunRecord& run) {
   k["heads"] = run.heads ? json(*run.heads) : json();
   k["offsets"] = run.offsets;
   k["offset_mode"] = run.offset_mode;
+  k["norm"] = run.norm;
   k["epochs"] = run.epochs ? json(*run.epochs) : json();
   k["params"] = run.params ? json(*run.params) : json();
   k["head"] = run.head;

@@ -65,6 +65,7 @@ struct RunRecord {
   std::optional<long long> seq_len, layers, d_model, rank, heads, threads, seed;
   std::vector<long long> offsets;
   std::string offset_mode;  // "per-layer" | "all" | ""
+  std::string norm = "post";  // "post" | "pre"; summaries from before --norm are post-norm
   std::optional<double> params, epochs, tokens_seen, wall_seconds, tokens_per_second;
   std::string blas;
   RunAudit audit;

@@ -325,7 +325,8 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
          {"dataset", "wikitext-2 (v1 tokenized, <unk>)"},
          {"seq_len", data.L},
          {"layers", m.layers},
-         {"d_model", m.d_model}};
+         {"d_model", m.d_model},
+         {"norm", m.norm}};
   if (mixer.family == MixerFamily::kGrassmann) {
     s["rank"] = m.rank;
     s["offsets"] = m.offsets;

@@ -322,3 +322,13 @@ TEST(ReportPublished, SourcesStateWhatTheyStateAndNothingElse) {
 
 }  // namespace
 }  // namespace grassaudit
+
+namespace grassaudit {
+TEST(ReportLabels, PreNormRunsSayWhereTheirLayerNormsSit) {
+  RunRecord post = lm_run("p", "past", "causal");
+  RunRecord pre = post;
+  pre.norm = "pre";
+  EXPECT_EQ(pairing_label(post).find("pre-norm"), std::string::npos);
+  EXPECT_NE(pairing_label(pre).find("; pre-norm"), std::string::npos) << pairing_label(pre);
+}
+}  // namespace grassaudit
