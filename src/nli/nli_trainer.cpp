@@ -63,12 +63,17 @@ struct SeedState {
 struct SeedResult {
   uint64_t seed = 0;
   double val_acc = 0, test_acc = 0, test_loss = 0;
+  // Grassmann head only: test accuracy of the same weights with every Pluecker feature zeroed
+  // (g_t = b_plu): how much of the head's result the geometry carries.
+  std::optional<double> test_acc_pluecker_zeroed;
   int64_t best_epoch = 0, steps = 0;
   double wall_seconds = 0, train_seconds = 0;
   json to_json() const {
-    return json{{"seed", seed},         {"val_acc", val_acc},       {"test_acc", test_acc},
-                {"test_loss", test_loss}, {"best_epoch", best_epoch}, {"steps", steps},
-                {"wall_seconds", wall_seconds}, {"train_seconds", train_seconds}};
+    json j{{"seed", seed},         {"val_acc", val_acc},       {"test_acc", test_acc},
+           {"test_loss", test_loss}, {"best_epoch", best_epoch}, {"steps", steps},
+           {"wall_seconds", wall_seconds}, {"train_seconds", train_seconds}};
+    if (test_acc_pluecker_zeroed) j["test_acc_pluecker_zeroed"] = *test_acc_pluecker_zeroed;
+    return j;
   }
   static SeedResult from_json(const json& j) {
     SeedResult r;
@@ -80,6 +85,7 @@ struct SeedResult {
     r.steps = j.at("steps").get<int64_t>();
     r.wall_seconds = j.at("wall_seconds").get<double>();
     r.train_seconds = j.value("train_seconds", 0.0);
+    if (j.contains("test_acc_pluecker_zeroed")) r.test_acc_pluecker_zeroed = j["test_acc_pluecker_zeroed"].get<double>();
     return r;
   }
 };
@@ -460,15 +466,34 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
                              interrupt_signal(), seed, paths.last);
     return false;
   }
+  // The ablation the report cites: the same best weights, Pluecker features zeroed.
+  std::optional<EvalResult> ablated;
+  if (run.model.head == "grassmann") {
+    best->set_ablate_pluecker(true);
+    ablated = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
+    best->set_ablate_pluecker(false);
+    if (!ablated) {
+      task.save_last();
+      std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the ablation test of seed {}; "
+                               "continue with: grassaudit train-nli --resume {}\n",
+                               interrupt_signal(), seed, paths.last);
+      return false;
+    }
+  }
   const double elapsed = task.clock().elapsed();
   metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.loop.step},
                             {"split", "test"}, {"accuracy", tr->accuracy}, {"loss", tr->loss},
                             {"examples", tr->examples}, {"elapsed", elapsed}});
+  if (ablated)
+    metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.loop.step},
+                              {"split", "test"}, {"ablation", "pluecker_zeroed"}, {"accuracy", ablated->accuracy},
+                              {"loss", ablated->loss}, {"examples", ablated->examples}, {"elapsed", elapsed}});
   SeedResult res;
   res.seed = seed;
   res.val_acc = st.best_val_acc.value_or(0.0);
   res.test_acc = tr->accuracy;
   res.test_loss = tr->loss;
+  if (ablated) res.test_acc_pluecker_zeroed = ablated->accuracy;
   res.best_epoch = st.best_epoch;
   res.steps = st.loop.step;
   res.wall_seconds = elapsed;
@@ -484,7 +509,7 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
 // summary.json over the seeds, in the order given; and the one-line result.
 void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& paths, const NliCounts& counts) {
   const NliConfig& m = run.model;
-  std::vector<double> val, test, walls;
+  std::vector<double> val, test, walls, zeroed;
   std::vector<uint64_t> done_seeds;
   std::vector<int64_t> best_epochs;
   double wall = 0, train_seconds = 0;
@@ -494,6 +519,7 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
         done_seeds.push_back(s);
         val.push_back(r.val_acc);
         test.push_back(r.test_acc);
+        if (r.test_acc_pluecker_zeroed) zeroed.push_back(*r.test_acc_pluecker_zeroed);
         walls.push_back(r.wall_seconds);
         best_epochs.push_back(r.best_epoch);
         wall += r.wall_seconds;
@@ -540,6 +566,13 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
     summary["window"] = m.window;
     summary["stride"] = m.stride;
     summary["pairing"] = "each token with the mean of its window (z_t ^ m_w), per mixing head";
+    // Same best weights, every Pluecker feature zeroed (per seed, in seed order); a seed
+    // finished by an older build has none, and then the list is shorter than "seeds".
+    summary["test_acc_pluecker_zeroed"] = zeroed;
+    if (zeroed.size() == test.size()) {
+      summary["test_acc_pluecker_zeroed_mean"] = mean_of(zeroed);
+      summary["test_acc_pluecker_zeroed_std"] = sample_std(zeroed);
+    }
   }
   write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
   std::cout << fmt::format(

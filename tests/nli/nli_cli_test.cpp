@@ -87,6 +87,12 @@ TEST(TrainNliCli, TinyRunLearnsAndWritesWellFormedArtifacts) {
     EXPECT_GE(a.get<double>(), 0.0);
     EXPECT_LE(a.get<double>(), 1.0);
   }
+  ASSERT_EQ(s["test_acc_pluecker_zeroed"].size(), 2u);
+  for (const auto& a : s["test_acc_pluecker_zeroed"]) {
+    EXPECT_GE(a.get<double>(), 0.0);
+    EXPECT_LE(a.get<double>(), 1.0);
+  }
+  EXPECT_TRUE(s.contains("test_acc_pluecker_zeroed_mean"));
   EXPECT_GT(s["params"].get<int64_t>(), 0);
   EXPECT_EQ(s["epochs"], 4);
   EXPECT_GT(s["wall_seconds"].get<double>(), 0);
@@ -94,7 +100,7 @@ TEST(TrainNliCli, TinyRunLearnsAndWritesWellFormedArtifacts) {
 
   for (int seed : {1, 2}) {
     const auto lines = read_jsonl(out + "/metrics-seed" + std::to_string(seed) + ".jsonl");
-    int evals = 0, tests = 0;
+    int evals = 0, tests = 0, ablations = 0;
     for (const auto& j : lines) {
       EXPECT_EQ(j["seed"], seed);
       if (j["type"] == "train") {
@@ -104,11 +110,13 @@ TEST(TrainNliCli, TinyRunLearnsAndWritesWellFormedArtifacts) {
         ASSERT_EQ(j["type"], "eval");
         EXPECT_TRUE(j.contains("accuracy"));
         evals += j["split"] == "val";
-        tests += j["split"] == "test";
+        tests += j["split"] == "test" && !j.contains("ablation");
+        ablations += j["split"] == "test" && j.value("ablation", "") == "pluecker_zeroed";
       }
     }
     EXPECT_EQ(evals, 4);
     EXPECT_EQ(tests, 1);
+    EXPECT_EQ(ablations, 1);  // the Pluecker-zeroed test of the same weights (Grassmann head)
     // 48 pairs, 4 epochs: the training loss falls (the head can fit a small set).
     const double first = mean_train_loss(lines, 0, 1), last = mean_train_loss(lines, 3, 4);
     EXPECT_LT(last, first - 0.05) << "seed " << seed << ": first epoch " << first << ", last " << last;
