@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "audit/audit_shard.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -71,7 +72,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   if (train) at::manual_seed(seed);
   auto y_base = run(base_batch);                                          // [chunk, L, K]
   auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+  const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
+    if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
     const int64_t n = std::min(chunk, R - start);
     auto batch = rows.narrow(0, start, n);
     if (n < chunk) {  // pad with repeats of the last row to keep the shape
@@ -95,6 +98,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     }
     pass.probes += n;
   }
+  audit_reduce_table(table, pass, probes_before);
 }
 
 EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
 #include "audit/builtin_target.h"
 #include "audit/causality_audit.h"
@@ -17,8 +18,10 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
+#include "core/distributed.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
+#include "train/rank_output.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -29,7 +32,9 @@ const char* kUsage =
     "usage: grassaudit audit --model FILE.pt --input tokens:V|features:C --seq-len L [options]\n"
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
-    "Exit status: 0 causal (no future dependence found), 1 leak found, 2 usage or input error.";
+    "Exit status: 0 causal (no future dependence found), 1 leak found, 2 usage or input error.\n"
+    "Data-parallel: python3 -m torch.distributed.run --no_python --nproc_per_node N grassaudit audit ...\n"
+    "  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).";
 
 void apply_mode(const std::string& mode, AuditOptions& opt) {
   if (mode == "eval") opt.train_mode = false;
@@ -53,7 +58,7 @@ int run_suite(const std::string& path, const AuditOptions& opt, const std::strin
   }
   std::cout << fmt::format("suite: {} cases, {} passed, {} failed\n", results.size(), results.size() - failures, failures);
   if (!json_path.empty())
-    write_file_atomic(json_path, nlohmann::json{{"suite", path}, {"cases", cases}, {"failures", failures}}.dump(2) + "\n");
+    if (dist::is_main()) write_file_atomic(json_path, nlohmann::json{{"suite", path}, {"cases", cases}, {"failures", failures}}.dump(2) + "\n");
   return failures == 0 ? kExitOk : kExitFinding;
 }
 }  // namespace
@@ -82,10 +87,17 @@ int audit_main(int argc, char** argv) {
         ("json", po::value<std::string>(), "write the result as JSON")
         ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
     add_threads_option(desc, &threads);
+    double dist_timeout = 0;
+    add_dist_timeout_option(desc, &dist_timeout);
     add_model_options(desc);
     po::variables_map vm;
     if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
     configure_threads(threads);
+    // Started by torchrun: the probe rows are divided over the ranks (audit/audit_shard.h); every
+    // rank reaches the same result, rank 0 alone prints and writes.
+    dist::init_from_env("cpu", dist_timeout);
+    const RankOutputGuard print_once;
+    const ShardedAuditScope sharded;
 
     AuditOptions opt;
     opt.batch = vm["batch"].as<int64_t>();
@@ -141,8 +153,8 @@ int audit_main(int argc, char** argv) {
 
     auto result = run_causality_audit(*target, opt);
     std::cout << summarize(result);
-    if (!json_path.empty()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
-    if (vm.count("leak-map")) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));
+    if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+    if (vm.count("leak-map") && dist::is_main()) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));
     return result.leaky() ? kExitFinding : kExitOk;
   });
 }

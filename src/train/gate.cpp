@@ -8,6 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_shard.h"
 #include "audit/builtin_target.h"
 #include "core/checkpoint.h"
 #include "core/distributed.h"
@@ -91,6 +92,7 @@ bool on_cpu(LanguageModel& model) {
 const AuditResult& AuditGate::audit(LanguageModel& model) {
   const std::string hash = weights_sha256(*model);
   if (auto it = cache_.find(hash); it != cache_.end()) return it->second;
+  const ShardedAuditScope sharded;  // data-parallel: every rank audits its share of the probe rows
   AuditResult result;
   if (on_cpu(model)) {
     BuiltinLmTarget target(model, kGateOutput, hash);  // the same object: no second hash

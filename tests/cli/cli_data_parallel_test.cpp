@@ -8,7 +8,8 @@
 //  * a 2-rank run resumes in 1 process and ends on the uninterrupted run's losses;
 //  * SIGKILL of a rank: the other exits non-zero within the c10d timeout, naming the lost rank;
 //    the checkpoint left loads and resumes;
-//  * a port in use, an unreachable store, different configs: exit 2 with one line.
+//  * a port in use, an unreachable store, different configs: exit 2 with one line;
+//  * grassaudit audit over 2 ranks: the one-process result, field for field.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -282,6 +283,31 @@ TEST(DataParallel, LaunchErrorsExit2WithOneLine) {
     auto rs = f.ranks({f.fresh(cfg, f.t.file("c")), f.fresh(cfg2, f.t.file("c"))}, 40);
     for (const auto& r : rs) EXPECT_TRUE(IsOneLineError(r, "train", {"different configs"}, false));
     EXPECT_FALSE(fs::exists(f.t.file("c") + "/metrics.jsonl"));
+  }
+}
+
+// grassaudit audit divided over 2 ranks: the same result as one process, field for field (a
+// leaky mixer, so horizons and the leak map are non-trivial, and a causal one).
+TEST(DataParallel, ShardedAuditGivesTheOneProcessResult) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  Fixture f;
+  for (const std::string mixer : {"future", "past"}) {
+    auto args = [&](const std::string& json_path) {
+      return std::vector<std::string>{"audit", "--mixer", mixer, "--d-model", "16", "--layers", "2", "--max-len", "16", "--offsets", "1,2",
+                                      "--batch", "8", "--trials", "2", "--threads", "1", "--dist-timeout", "20",
+                                      "--json", json_path};
+    };
+    const std::string one = f.t.file(mixer + "-one.json"), two = f.t.file(mixer + "-two.json");
+    auto r1 = f.cli.run(args(one));
+    const int want = mixer == "future" ? 1 : 0;
+    ASSERT_EQ(r1.status, want) << show(r1);
+    auto rs = f.ranks({args(two), args(two)});
+    for (const auto& r : rs) ASSERT_EQ(r.status, want) << show(r);
+    EXPECT_EQ(rs[1].out, "");
+    json a = json::parse(read_text(one)), b = json::parse(read_text(two));
+    ASSERT_EQ(a["verdict"], mixer == "future" ? "leaky" : "causal");
+    for (json* j : {&a, &b}) j->erase("seconds");  // wall time, the only field allowed to differ
+    EXPECT_EQ(a, b) << mixer << "\none: " << a.dump() << "\ntwo: " << b.dump();
   }
 }
 
