@@ -480,9 +480,9 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   if (end == LoopEnd::kInterrupted) {
     task.save_last();
     std::cerr << fmt::format(
-        "grassaudit train-nli: stopped by signal {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
+        "grassaudit train-nli: stopped by {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
         "  continue with: grassaudit train-nli --resume {}\n",
-        interrupt_signal(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
+        interrupt_cause(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
     return false;
   }
 
@@ -505,9 +505,9 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   auto tr = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
   if (!tr) {
     task.save_last();
-    std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the test evaluation of seed {}; "
+    std::cerr << fmt::format("grassaudit train-nli: stopped by {} during the test evaluation of seed {}; "
                              "continue with: grassaudit train-nli --resume {}\n",
-                             interrupt_signal(), seed, paths.last);
+                             interrupt_cause(), seed, paths.last);
     return false;
   }
   const double elapsed = task.clock().elapsed();

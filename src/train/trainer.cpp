@@ -392,9 +392,9 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
 TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPaths& paths) {
   task.save_last();
   std::cerr << fmt::format(
-      "grassaudit train: stopped by signal {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
+      "grassaudit train: stopped by {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
       "  continue with: grassaudit train --resume {}\n",
-      interrupt_signal(), st.step, st.epoch_float(), paths.last, paths.last);
+      interrupt_cause(), st.step, st.epoch_float(), paths.last, paths.last);
   TrainOutcome o;
   o.out_dir = paths.out;
   o.steps = st.step;

@@ -7,7 +7,7 @@
 //  * rank 0 alone writes; summary.json records world_size;
 //  * a 2-rank run resumes in 1 process and ends on the uninterrupted run's losses;
 //  * SIGKILL of a rank: the other exits non-zero within the c10d timeout, naming the lost rank;
-//    the checkpoint left loads and resumes;
+//    the checkpoint left loads and resumes; SIGTERM to one rank stops both, with a checkpoint;
 //  * a port in use, an unreachable store, different configs: exit 2 with one line;
 //  * grassaudit audit over 2 ranks: the one-process result, field for field.
 #include <fmt/format.h>
@@ -245,6 +245,35 @@ TEST(DataParallel, KilledRankEndsTheOtherWithOneLineAndTheRunResumes) {
   std::string why;
   ASSERT_TRUE(checkpoint_loads(out + "/checkpoints/last.ckpt", &why)) << why;
   // The run continues from its last checkpoint (here in one process, a few steps).
+  auto args = f.resume(out);
+  args.insert(args.end(), {"--max-tokens", "2880"});
+  auto rr = f.cli.run(args);
+  EXPECT_EQ(rr.status, 0) << show(rr);
+}
+
+TEST(DataParallel, SignalToOneRankStopsBothAtTheSameStepWithACheckpoint) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  Fixture f;
+  json j = dp_config();
+  j["train"]["epochs"] = 40;
+  j["train"]["checkpoint_every"] = 0;  // the only last.ckpt is the one the signal makes rank 0 write
+  const std::string cfg = f.config(j);
+  const std::string out = f.t.file("run");
+  const int port = free_port();
+  Process r0 = spawn(f.fresh(cfg, out), f.t.file("io-r0"), f.cli.cache(), rank_env(0, 2, port));
+  Process r1 = spawn(f.fresh(cfg, out), f.t.file("io-r1"), f.cli.cache(), rank_env(1, 2, port));
+  const auto t0 = std::chrono::steady_clock::now();
+  while (read_records(out).train.size() < 5) {
+    ASSERT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 40);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(r1.pid, SIGTERM);  // rank 1 only: the ranks agree on stopping before the same step
+  RunResult a = finish(r0, 40), b = finish(r1, 40);
+  EXPECT_EQ(a.status, 0) << show(a);
+  EXPECT_EQ(b.status, 0) << show(b);
+  EXPECT_NE(a.err.find("stopped by a signal to another rank"), std::string::npos) << a.err;
+  std::string why;
+  ASSERT_TRUE(checkpoint_loads(out + "/checkpoints/last.ckpt", &why)) << why;
   auto args = f.resume(out);
   args.insert(args.end(), {"--max-tokens", "2880"});
   auto rr = f.cli.run(args);
