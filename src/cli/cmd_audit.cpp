@@ -33,7 +33,8 @@ const char* kUsage =
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Exit status: 0 causal (no future dependence found), 1 leak found, 2 usage or input error.\n"
-    "Data-parallel: python3 -m torch.distributed.run --no_python --nproc_per_node N grassaudit audit ...\n"
+    "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
+    "  grassaudit audit ...\n"
     "  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).";
 
 void apply_mode(const std::string& mode, AuditOptions& opt) {
