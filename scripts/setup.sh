@@ -5,6 +5,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev            # LibTorch 1.13 (CPU)
+  libgloo-dev             # Gloo, the CPU backend of c10d (data-parallel training)
   libopenblas0-pthread    # without it LibTorch uses reference BLAS (~30x slower GEMM)
   librapidcheck-dev libgtest-dev libgmock-dev
   libfmt-dev libboost-program-options-dev nlohmann-json3-dev

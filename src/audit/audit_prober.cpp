@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "audit/audit_shard.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -120,18 +121,23 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
       y_base.push_back(seeded_alone(bases.narrow(0, tr, 1)));
       scale.push_back(y_base.back().abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300));  // [1]
     }
+    const int64_t probes_before = pass.probes;
     for (int64_t r = 0; r < R; ++r) {
+      if (!audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
       auto y = seeded_alone(rows.narrow(0, r, 1));
       const auto tr = static_cast<size_t>(r % T);
       record((y - y_base[tr]).abs().amax(-1).to(at::kDouble).div(scale[tr].view({1, 1})).contiguous(), r, 1);
     }
+    audit_reduce_table(table, pass, probes_before);
     return;
   }
   const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
   auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
   auto y_base = seeded_run(base_batch);                                    // [chunk, L, K]
   auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+  const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
+    if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
     const int64_t n = std::min(chunk, R - start);
     auto batch = rows.narrow(0, start, n);
     if (n < chunk) {  // pad with repeats of the last row to keep the shape
@@ -144,6 +150,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
     record((y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
+  audit_reduce_table(table, pass, probes_before);
 }
 
 // x [1, L(, C)] -> y [1, L, K], run as a batch of two identical rows: whatever the model

@@ -1,6 +1,7 @@
 #include "cli/cli_common.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 
 #include <iostream>
 
+#include "core/distributed.h"
 #include "core/runtime.h"
 #include "util/error.h"
 
@@ -69,6 +71,18 @@ void add_threads_option(po::options_description& desc, int* threads) {
                        if (n < 0) throw InputError(fmt::format("--threads must be >= 0 (0 = all cores), got {}", n));
                      }),
                      "intra-op threads (0 = all cores)");
+}
+
+void add_dist_timeout_option(po::options_description& desc, double* seconds) {
+  desc.add_options()(
+      "dist-timeout",
+      po::value<double>(seconds)->default_value(dist::kDefaultTimeoutSeconds)->notifier([](double s) {
+        if (!(s > 0) || !std::isfinite(s))
+          throw InputError(fmt::format("--dist-timeout must be a positive number of seconds, got {}", s));
+      }),
+      "data-parallel runs started by torchrun (env:// variables RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the c10d "
+      "timeout in seconds. A rank that dies or hangs makes the others exit non-zero within it, with one line naming "
+      "the lost rank; the store connection at start-up waits as long");
 }
 
 void add_config_flag(po::options_description& desc, const FieldInfo& field) {

@@ -34,6 +34,8 @@ void validate(boost::any& v, const std::vector<std::string>& values, Unsigned64*
 // --threads N (default: all cores; negative is an error). Call configure_threads(value) after
 // parsing.
 void add_threads_option(po::options_description& desc, int* threads);
+// --dist-timeout SECONDS: data-parallel runs (torchrun) only; the c10d timeout of every collective.
+void add_dist_timeout_option(po::options_description& desc, double* seconds);
 
 // Config flags from a field table: one --flag per field that names one, typed by the field
 // (integers and reals as boost reads them, so "256.5" for an integer flag is an error; seeds

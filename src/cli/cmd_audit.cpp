@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
 #include "audit/builtin_target.h"
 #include "audit/causality_audit.h"
@@ -19,8 +20,10 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
+#include "core/distributed.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
+#include "train/rank_output.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -34,7 +37,10 @@ const char* kUsage =
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
     "its outputs may not depend on the sequence length or on other rows of the batch.\n"
     "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window),\n"
-    "2 usage or input error.";
+    "2 usage or input error.\n"
+    "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
+    "  grassaudit audit ...\n"
+    "  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).";
 
 void apply_mode(const std::string& mode, AuditOptions& opt) {
   if (mode == "eval") opt.train_mode = false;
@@ -58,7 +64,7 @@ int run_suite(const std::string& path, const AuditOptions& opt, const std::strin
   }
   std::cout << fmt::format("suite: {} cases, {} passed, {} failed\n", results.size(), results.size() - failures, failures);
   if (!json_path.empty())
-    write_file_atomic(json_path, nlohmann::json{{"suite", path}, {"cases", cases}, {"failures", failures}}.dump(2) + "\n");
+    if (dist::is_main()) write_file_atomic(json_path, nlohmann::json{{"suite", path}, {"cases", cases}, {"failures", failures}}.dump(2) + "\n");
   return failures == 0 ? kExitOk : kExitFinding;
 }
 }  // namespace
@@ -95,10 +101,17 @@ int audit_main(int argc, char** argv) {
         ("json", po::value<std::string>(), "write the result as JSON")
         ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
     add_threads_option(desc, &threads);
+    double dist_timeout = 0;
+    add_dist_timeout_option(desc, &dist_timeout);
     add_model_options(desc);
     po::variables_map vm;
     if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
     configure_threads(threads);
+    // Started by torchrun: the probe rows are divided over the ranks (audit/audit_shard.h); every
+    // rank reaches the same result, rank 0 alone prints and writes.
+    dist::init_from_env("cpu", dist_timeout);
+    const RankOutputGuard print_once;
+    const ShardedAuditScope sharded;
 
     AuditOptions opt;
     opt.batch = vm["batch"].as<int64_t>();
@@ -168,8 +181,8 @@ int audit_main(int argc, char** argv) {
     auto result = run_causality_audit(*target, opt);
     if (property_cases) run_property_search(*target, opt, *property_cases, result);
     std::cout << summarize(result);
-    if (!json_path.empty()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
-    if (vm.count("leak-map")) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));
+    if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+    if (vm.count("leak-map") && dist::is_main()) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));
     return result.leaky() ? kExitFinding : kExitOk;
   });
 }

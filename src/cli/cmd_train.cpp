@@ -54,7 +54,7 @@ int train_main(int argc, char** argv) {
     po::options_description desc("train options");
     int threads = 0;
     std::string mixer, preset, config, data_dir, out, resume, device, precision;
-    double time_budget = 0;
+    double time_budget = 0, dist_timeout = 0;
     desc.add_options()
         ("mixer", po::value<std::string>(&mixer), "token mixer: future | past | attention (see grassaudit mixers)")
         ("preset", po::value<std::string>(&preset),
@@ -73,14 +73,18 @@ int train_main(int argc, char** argv) {
         ("allow-other-data", "accept data files that differ from the published WikiText-2");
     add_config_flags(desc, train_config_fields());  // --tokenizer --epochs --seed --max-tokens --audit-trials --loss-impl
     add_threads_option(desc, &threads);
+    add_dist_timeout_option(desc, &dist_timeout);
     add_model_options(desc);
     po::variables_map vm;
     const std::string usage =
         "usage: grassaudit train --mixer NAME --preset NAME|--config FILE [--data-dir DIR] [--tokenizer word|wordpiece]\n"
         "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
         "                        [--device cpu|cuda] [--precision fp32|tf32|bf16] [--loss-impl fused|materialized]\n"
-        "                        [--time-budget SECONDS]\n"
-        "                        [model flags]";
+        "                        [--time-budget SECONDS] [--dist-timeout SECONDS]\n"
+        "                        [model flags]\n"
+        "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
+        "  grassaudit train ... (--redirects 1 --tee 1: Debian's torch 1.13 launcher under Python 3.11)\n"
+        "  (--batch stays the global batch; rank 0 writes every file)";
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     TrainRequest req;
@@ -146,6 +150,7 @@ int train_main(int argc, char** argv) {
 
     configure_threads(threads);
     req.print_banner = true;
+    req.dist_timeout_seconds = dist_timeout;
     run_training(req);  // a signal also ends with exit 0 (checkpoint saved, message printed)
     return kExitOk;
   });

@@ -56,11 +56,15 @@ int train_nli_main(int argc, char** argv) {
         ("out", po::value<std::string>(&out), "output folder (default: runs/snli-<head>)")
         ("resume", po::value<std::string>(&resume), "continue from a checkpoint (its settings, seeds and data are used)");
     add_threads_option(desc, &threads);
+    double dist_timeout = 0;
+    add_dist_timeout_option(desc, &dist_timeout);
     po::variables_map vm;
     const std::string usage =
         "usage: grassaudit train-nli --head grassmann|transformer [--data-dir DIR] [--train FILE] [--epochs E]\n"
         "                            [--seed S | --seeds 1,2,3] [--batch B] [--lr LR] [--out DIR] [--resume CKPT]\n"
-        "                            [--threads T] [--max-examples N]";
+        "                            [--threads T] [--max-examples N] [--dist-timeout SECONDS]\n"
+        "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
+        "  grassaudit train-nli ... (--batch stays the global batch; rank 0 writes every file)";
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     NliTrainRequest req;
@@ -92,6 +96,7 @@ int train_nli_main(int argc, char** argv) {
     if (req.out_dir.empty()) throw InputError("--out must not be empty");
 
     configure_threads(threads);
+    req.dist_timeout_seconds = dist_timeout;
     run_nli_training(req);  // prints the runtime banner once the data are read  // a signal also ends with exit 0 (checkpoint saved, message printed)
     return kExitOk;
   });

@@ -27,8 +27,8 @@ AttentionParamsImpl::AttentionParamsImpl(int64_t d_model, int64_t heads, double 
   in_proj_ = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
   out_proj_ = register_module("out_proj", torch::nn::Linear(d_model, d_model));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(dropout));
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+  attn_dropout_ = register_module("attn_dropout", RowDropout(dropout));
+  dropout_ = register_module("dropout", RowDropout(dropout));
 }
 
 namespace {

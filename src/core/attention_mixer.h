@@ -4,10 +4,10 @@
 // nn.MultiheadAttention (in_proj 3d x d + bias, out_proj d x d + bias) so counts compare.
 // This is the fast path (packed GEMMs, fused mask, query blocks for long sequences); the
 // readable reference of the same function is attention_reference.h ("literal-attention").
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "core/row_dropout.h"
 #include "core/token_mixer.h"
 
 namespace grassaudit {
@@ -33,7 +33,7 @@ class AttentionParamsImpl : public TokenMixerImpl {
   bool pre_norm_;
   torch::nn::Linear in_proj_{nullptr}, out_proj_{nullptr};
   torch::nn::LayerNorm norm_{nullptr};
-  torch::nn::Dropout attn_dropout_{nullptr}, dropout_{nullptr};
+  RowDropout attn_dropout_{nullptr}, dropout_{nullptr};
 };
 
 // The fast path (blocked causal attention for long sequences).

@@ -52,7 +52,7 @@ GrassmannMixerImpl::GrassmannMixerImpl(const GrassmannOptions& options) : option
   pluecker_ = register_module("pluecker", torch::nn::Linear(pluecker_dim(r), d));
   gate_ = register_module("gate", torch::nn::Linear(2 * d, d));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-  dropout_ = register_module("dropout", torch::nn::Dropout(options_.dropout));
+  dropout_ = register_module("dropout", RowDropout(options_.dropout));
 }
 
 // z: [B, L, r] -> g: [B, L, d]. Literal: per offset D, p = z_t ^ z_partner ([B, L-D, C]),

@@ -14,10 +14,10 @@
 // amplify rounding), float32 1e-5 (gradients 2e-5) from r = 4 up.
 #include <vector>
 
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "core/row_dropout.h"
 #include "core/token_mixer.h"
 
 namespace grassaudit {
@@ -62,7 +62,7 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::nn::Linear pluecker_{nullptr};  // W_plu: C(r,2) -> d, shared by all offsets
   torch::nn::Linear gate_{nullptr};      // W_gate: 2d -> d
   torch::nn::LayerNorm norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  RowDropout dropout_{nullptr};
 };
 
 }  // namespace grassaudit

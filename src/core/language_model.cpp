@@ -15,7 +15,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) : pre_norm_(cfg.pre_
   ffn_in_ = register_module("ffn_in", torch::nn::Linear(cfg.d_model, cfg.d_ff));
   ffn_out_ = register_module("ffn_out", torch::nn::Linear(cfg.d_ff, cfg.d_model));
   ffn_norm_ = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
-  dropout_ = register_module("dropout", torch::nn::Dropout(cfg.dropout));
+  dropout_ = register_module("dropout", RowDropout(cfg.dropout));
 }
 
 // h: [B, L, d] -> [B, L, d]. post: LN(hhat + dropout(FFN(hhat))); pre: hhat + dropout(FFN(LN(hhat))).
@@ -33,7 +33,7 @@ LanguageModelImpl::LanguageModelImpl(const ModelConfig& cfg) : cfg_(cfg) {
   // GPT-2 style small init: N(0, 1) embeddings would make tied logits huge at step 0.
   torch::nn::init::normal_(tok_emb_->weight, 0.0, 0.02);
   torch::nn::init::normal_(pos_emb_->weight, 0.0, 0.02);
-  emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(cfg.dropout));
+  emb_dropout_ = register_module("emb_dropout", RowDropout(cfg.dropout));
   blocks_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.layers; ++i) blocks_->push_back(Block(cfg_, i));
   final_norm_ = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));

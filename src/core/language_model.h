@@ -9,12 +9,12 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include "core/row_dropout.h"
 #include "core/model_config.h"
 #include "core/token_mixer.h"
 
@@ -30,7 +30,7 @@ class BlockImpl : public torch::nn::Module {
   std::shared_ptr<TokenMixerImpl> mixer_;
   torch::nn::Linear ffn_in_{nullptr}, ffn_out_{nullptr};
   torch::nn::LayerNorm ffn_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  RowDropout dropout_{nullptr};
   bool pre_norm_ = false;
 };
 TORCH_MODULE(Block);
@@ -56,7 +56,7 @@ class LanguageModelImpl : public torch::nn::Module {
  private:
   ModelConfig cfg_;
   torch::nn::Embedding tok_emb_{nullptr}, pos_emb_{nullptr};
-  torch::nn::Dropout emb_dropout_{nullptr};
+  RowDropout emb_dropout_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
   torch::nn::LayerNorm final_norm_{nullptr};
 };

@@ -36,8 +36,8 @@ NliAttentionBlockImpl::NliAttentionBlockImpl(int64_t d_model, int64_t heads, int
   ff2_ = register_module("ff2", torch::nn::Linear(d_ff, d_model));
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  attn_drop_ = register_module("attn_drop", torch::nn::Dropout(dropout));
-  drop_ = register_module("drop", torch::nn::Dropout(dropout));
+  attn_drop_ = register_module("attn_drop", RowDropout(dropout));
+  drop_ = register_module("drop", RowDropout(dropout));
 }
 
 torch::Tensor NliAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -66,7 +66,7 @@ GrassmannWindowLayerImpl::GrassmannWindowLayerImpl(const NliConfig& c)
   ff2_ = register_module("ff2", torch::nn::Linear(c.d_ff, d_));
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_})));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_})));
-  drop_ = register_module("drop", torch::nn::Dropout(c.dropout));
+  drop_ = register_module("drop", RowDropout(c.dropout));
 }
 
 torch::Tensor GrassmannWindowLayerImpl::pluecker_features(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -109,14 +109,14 @@ NliModelImpl::NliModelImpl(const NliConfig& config, const torch::Tensor& vocab_m
   seg_ = register_module("seg", torch::nn::Embedding(2, c.d_model));
   for (auto* e : {&tok_, &pos_, &seg_}) torch::nn::init::normal_((*e)->weight, 0.0, 0.02);
   emb_norm_ = register_module("emb_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
-  emb_drop_ = register_module("emb_drop", torch::nn::Dropout(c.dropout));
+  emb_drop_ = register_module("emb_drop", RowDropout(c.dropout));
   for (int64_t i = 0; i < c.encoder_layers; ++i)
     enc_layers_.push_back(register_module(fmt::format("enc{}", i), NliAttentionBlock(c.d_model, c.heads, c.d_ff, c.dropout)));
   for (int64_t i = 0; i < c.head_layers; ++i) {
     if (c.head == "grassmann") glayers_.push_back(register_module(fmt::format("head{}", i), GrassmannWindowLayer(c)));
     else tlayers_.push_back(register_module(fmt::format("head{}", i), NliAttentionBlock(c.d_model, c.heads, c.d_ff, c.dropout)));
   }
-  pool_drop_ = register_module("pool_drop", torch::nn::Dropout(c.dropout));
+  pool_drop_ = register_module("pool_drop", RowDropout(c.dropout));
   classifier_ = register_module("classifier", torch::nn::Linear(c.d_model, c.classes));
 }
 

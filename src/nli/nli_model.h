@@ -40,12 +40,12 @@
 #include <vector>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include "core/row_dropout.h"
 #include "nli/nli_config.h"
 
 namespace grassaudit {
@@ -61,7 +61,7 @@ class NliAttentionBlockImpl : public torch::nn::Module {
   int64_t d_, heads_;
   torch::nn::Linear qkv_{nullptr}, out_{nullptr}, ff1_{nullptr}, ff2_{nullptr};
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
-  torch::nn::Dropout attn_drop_{nullptr}, drop_{nullptr};
+  RowDropout attn_drop_{nullptr}, drop_{nullptr};
 };
 TORCH_MODULE(NliAttentionBlock);
 
@@ -82,7 +82,7 @@ class GrassmannWindowLayerImpl : public torch::nn::Module {
   bool ablate_ = false;
   torch::nn::Linear reduce_{nullptr}, plucker_{nullptr}, gate_{nullptr}, ff1_{nullptr}, ff2_{nullptr};
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
-  torch::nn::Dropout drop_{nullptr};
+  RowDropout drop_{nullptr};
 };
 TORCH_MODULE(GrassmannWindowLayer);
 
@@ -112,7 +112,7 @@ class NliModelImpl : public torch::nn::Module {
   torch::Tensor vocab_map_;
   torch::nn::Embedding tok_{nullptr}, pos_{nullptr}, seg_{nullptr};
   torch::nn::LayerNorm emb_norm_{nullptr};
-  torch::nn::Dropout emb_drop_{nullptr}, pool_drop_{nullptr};
+  RowDropout emb_drop_{nullptr}, pool_drop_{nullptr};
   std::vector<NliAttentionBlock> enc_layers_;
   std::vector<NliAttentionBlock> tlayers_;
   std::vector<GrassmannWindowLayer> glayers_;

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/distributed.h"
+#include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "core/checkpoint.h"
 #include "core/rng_guard.h"
@@ -22,6 +24,7 @@
 #include "train/interrupt.h"
 #include "train/loop.h"
 #include "train/provenance.h"
+#include "train/rank_output.h"
 #include "train/progress.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -106,8 +109,11 @@ std::optional<EvalResult> evaluate(NliModel& model, const std::vector<NliExample
   const int64_t n = static_cast<int64_t>(order.size());
   int64_t correct = 0;
   double loss_sum = 0;
-  for (int64_t first = 0; first < n; first += batch) {
-    if (interrupt_requested()) {
+  // Data-parallel: batch k is evaluated whole by rank k % world; the sums are added over ranks.
+  // A signal stops the evaluation only in one process (the ranks' loop stops them together).
+  const int64_t world = dist::world_size();
+  for (int64_t first = dist::rank() * batch; first < n; first += world * batch) {
+    if (!dist::active() && interrupt_requested()) {
       if (was_training) model->train();
       return std::nullopt;
     }
@@ -118,6 +124,12 @@ std::optional<EvalResult> evaluate(NliModel& model, const std::vector<NliExample
     correct += logits.argmax(-1).eq(b.labels).sum().item<int64_t>();
   }
   if (was_training) model->train();
+  if (dist::active()) {
+    auto sums = at::tensor({loss_sum, static_cast<double>(correct)}, at::kDouble);
+    dist::allreduce_sum(sums);
+    loss_sum = sums[0].item<double>();
+    correct = static_cast<int64_t>(sums[1].item<double>());
+  }
   return EvalResult{static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(n, 1)),
                     loss_sum / static_cast<double>(std::max<int64_t>(n, 1)), n};
 }
@@ -260,6 +272,7 @@ struct NliPaths {
 
 NliPaths prepare_nli_out_dir(const NliTrainRequest& req, const NliRun& run) {
   NliPaths p{req.out_dir, req.out_dir + "/checkpoints/last.ckpt"};
+  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
   make_dirs(p.out);
   make_dirs(p.out + "/checkpoints");
   for (const auto& dir : {p.out, p.out + "/checkpoints"})  // partial files of a killed run
@@ -303,7 +316,11 @@ NliCounts record_nli_config(const NliRun& run, const NliPrepared& p, const NliPa
                                 {"train_pairs", p.n_train}, {"val_pairs", d.val.examples.size()},
                                 {"test_pairs", d.test.examples.size()},
                                 {"truncated_pairs", d.train.truncated + d.val.truncated + d.test.truncated}}}};
-  write_file_atomic(paths.out + "/config.json", resolved.dump(2) + "\n");
+  dist::check_same_everywhere(
+      "configs or data", json{{"resolved", resolved}, {"data", d.file_sha256}, {"resume", run.resuming},
+                              {"resume_seed", run.resume_seed}, {"resume_step", run.resume_state.loop.step}}
+                             .dump());
+  if (dist::is_main()) write_file_atomic(paths.out + "/config.json", resolved.dump(2) + "\n");
   std::cout << "resolved config:\n" << resolved.dump(2) << std::endl;
   std::cerr << fmt::format(
       "SNLI, {} head: {} parameters = head {} + shared encoder {} ({} embedding rows of {} WordPiece ids); the {} "
@@ -331,12 +348,26 @@ class NliSeedTask : public TrainingTask {
       throw std::logic_error("epoch_batches: wrong batch count");
   }
 
+  // Batch `index` is the global batch; data-parallel, this rank keeps its contiguous rows of it,
+  // padded as the whole batch is (so every tensor, and every dropout mask drawn for the whole
+  // batch by core/row_dropout.h, matches the one-process step row by row).
   StepLoss step_loss(int64_t index) override {
     const auto& rows = order_[static_cast<size_t>(index)];
     const int64_t n = static_cast<int64_t>(rows.size());
     auto b = make_nli_batch(p_.data.train.examples, rows.data(), n, run_.model.window);
-    auto logits = model_->forward(b.ids, b.segments, b.mask);  // [n, 3]
-    return StepLoss{at::cross_entropy_loss(logits, b.labels), n, b.mask.sum().item<int64_t>()};
+    const int64_t tokens = b.mask.sum().item<int64_t>();
+    const dist::RowShare mine = dist::row_share(n);
+    StepLoss out{at::Tensor(), n, tokens, static_cast<double>(mine.count) / static_cast<double>(n)};
+    if (mine.count == 0) {
+      out.loss = at::zeros({}, at::kFloat).requires_grad_(true);
+    } else {
+      auto part = [&](const at::Tensor& t) { return mine.count == n ? t : t.narrow(0, mine.begin, mine.count); };
+      const DropoutRowsScope drop_rows(n, mine.begin, mine.count);
+      auto logits = model_->forward(part(b.ids), part(b.segments), part(b.mask));  // [rows, 3]
+      out.loss = at::cross_entropy_loss(logits, part(b.labels));
+    }
+    if (dist::active() && n < dist::world_size()) dist::broadcast_cpu_rng();
+    return out;
   }
 
   bool validate() override {
@@ -353,7 +384,7 @@ class NliSeedTask : public TrainingTask {
     if (best) {
       st_.best_val_acc = r->accuracy;
       st_.best_epoch = epoch1;
-      save_nli_checkpoint(paths_.best(seed_), model_, &optimizer_, meta());
+      if (dist::is_main()) save_nli_checkpoint(paths_.best(seed_), model_, &optimizer_, meta());
     }
     return true;
   }
@@ -374,7 +405,7 @@ class NliSeedTask : public TrainingTask {
     if (!all_finite(*model_))
       throw std::runtime_error(
           fmt::format("seed {}: the weights after step {} are not finite; not saving them", seed_, st_.loop.step));
-    save_nli_checkpoint(paths_.last, model_, &optimizer_, meta());
+    if (dist::is_main()) save_nli_checkpoint(paths_.last, model_, &optimizer_, meta());
   }
 
   [[noreturn]] void diverged(int64_t failed, double loss, double lr) override {
@@ -428,8 +459,13 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   model->train();
   auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
   if (resume_this) load_nli_optimizer_and_rng(req.resume, *optimizer);
-  if (resume_this) truncate_metrics_after(paths.metrics(seed), st.loop.step);
-  JsonlLog metrics(paths.metrics(seed), /*append=*/resume_this);
+  {
+    std::vector<at::Tensor> state = model->parameters();  // every rank starts from rank 0's weights
+    for (const auto& b : model->buffers()) state.push_back(b);
+    dist::broadcast_tensors(state);
+  }
+  if (resume_this && dist::is_main()) truncate_metrics_after(paths.metrics(seed), st.loop.step);
+  JsonlLog metrics(dist::is_main() ? paths.metrics(seed) : "/dev/null", /*append=*/resume_this || !dist::is_main());
   std::cerr << fmt::format("seed {}: {}\n", seed,
                            resume_this ? fmt::format("resuming {} at step {} (epoch {}, batch {} of {})", req.resume,
                                                      st.loop.step, st.loop.epoch + 1, st.loop.batch_in_epoch,
@@ -450,20 +486,34 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   if (end == LoopEnd::kInterrupted) {
     task.save_last();
     std::cerr << fmt::format(
-        "grassaudit train-nli: stopped by signal {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
+        "grassaudit train-nli: stopped by {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
         "  continue with: grassaudit train-nli --resume {}\n",
-        interrupt_signal(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
+        interrupt_cause(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
     return false;
   }
 
   // ---- test on the best-validation weights ----
-  NliModel best = fs::exists(paths.best(seed)) ? load_nli_checkpoint(paths.best(seed)).model : task.model();
+  // Data-parallel: rank 0 (which writes best-seed*.ckpt) decides and sends the best weights.
+  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best(seed)) ? 1.0 : 0.0}, at::kDouble);
+  dist::broadcast(has_best, 0);
+  NliModel best = task.model();
+  if (has_best.item<double>() > 0) {
+    if (dist::is_main()) {
+      best = load_nli_checkpoint(paths.best(seed)).model;
+    } else {
+      CpuRngGuard keep;  // building the model draws initial weights
+      best = NliModel(run.model, p.vocab_map);
+    }
+    std::vector<at::Tensor> weights = best->parameters();
+    for (const auto& b : best->buffers()) weights.push_back(b);
+    dist::broadcast_tensors(weights);
+  }
   auto tr = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
   if (!tr) {
     task.save_last();
-    std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the test evaluation of seed {}; "
+    std::cerr << fmt::format("grassaudit train-nli: stopped by {} during the test evaluation of seed {}; "
                              "continue with: grassaudit train-nli --resume {}\n",
-                             interrupt_signal(), seed, paths.last);
+                             interrupt_cause(), seed, paths.last);
     return false;
   }
   // The ablation the report cites: the same best weights, Pluecker features zeroed.
@@ -560,7 +610,8 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
                {"train_seconds", train_seconds},
                {"threads", at::get_num_threads()},
                {"blas", blas_in_use()},
-               {"provenance", run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", 1})}};
+               {"world_size", dist::world_size()},
+               {"provenance", run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", dist::world_size()})}};
   if (m.head == "grassmann") {
     summary["d_proj"] = m.d_proj;
     summary["window"] = m.window;
@@ -574,7 +625,7 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
       summary["test_acc_pluecker_zeroed_std"] = sample_std(zeroed);
     }
   }
-  write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
+  if (dist::is_main()) write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
   std::cout << fmt::format(
       "{} head over {} seed(s): val accuracy {:.4f} ± {:.4f}, test accuracy {:.4f} ± {:.4f} (mean ± sample std); "
       "{} parameters; {} wall; artifacts in {}\n",
@@ -585,6 +636,8 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
 }  // namespace
 
 NliOutcome run_nli_training(const NliTrainRequest& req) {
+  dist::init_from_env("cpu", req.dist_timeout_seconds);  // launched by torchrun: join its group
+  const RankOutputGuard print_once;
   NliRun run = resolve_nli_run(req);
   const NliPrepared p = load_nli(req, run);
   const NliPaths paths = prepare_nli_out_dir(req, run);

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/distributed.h"
 #include "nli/nli_model.h"
 #include "nli/nli_train_config.h"
 
@@ -35,6 +36,7 @@ struct NliTrainRequest {
   std::string out_dir;
   std::string resume;           // a checkpoints/last.ckpt; its configs, seeds and data are used
   bool plain_progress = false;
+  double dist_timeout_seconds = dist::kDefaultTimeoutSeconds;  // data-parallel (torchrun): c10d timeout
 };
 
 struct NliOutcome {

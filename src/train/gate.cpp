@@ -8,8 +8,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_shard.h"
 #include "audit/builtin_target.h"
 #include "core/checkpoint.h"
+#include "core/distributed.h"
 #include "core/rng_guard.h"
 #include "train/lm_data.h"
 
@@ -26,7 +28,10 @@ std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& block
   double total = 0;  // summed in double, batch by batch
   int64_t tokens = 0;
   bool stopped = false;
-  for (int64_t first = 0; first < blocks.num_blocks; first += batch) {
+  // Data-parallel: batch k is evaluated by rank k % world, whole (the same rows as in one
+  // process, so the same float32 sums), and the float64 sums are added over the ranks.
+  const int64_t world = dist::world_size(), rank = dist::rank();
+  for (int64_t first = rank * batch; first < blocks.num_blocks; first += world * batch) {
     if (should_stop && should_stop()) {
       stopped = true;
       break;
@@ -41,6 +46,12 @@ std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& block
   }
   model->train(was_training);
   if (stopped) return std::nullopt;
+  if (dist::active()) {
+    auto sums = at::tensor({total, static_cast<double>(tokens)}, at::kDouble);
+    dist::allreduce_sum(sums);
+    total = sums[0].item<double>();
+    tokens = static_cast<int64_t>(sums[1].item<double>());
+  }
   EvalStats s;
   s.tokens = tokens;
   s.loss = tokens > 0 ? total / static_cast<double>(tokens) : std::nan("");
@@ -86,6 +97,7 @@ bool on_cpu(LanguageModel& model) {
 const AuditResult& AuditGate::audit(LanguageModel& model) {
   const std::string hash = weights_sha256(*model);
   if (auto it = cache_.find(hash); it != cache_.end()) return it->second;
+  const ShardedAuditScope sharded;  // data-parallel: every rank audits its share of the probe rows
   AuditResult result;
   if (on_cpu(model)) {
     BuiltinLmTarget target(model, kGateOutput, hash);  // the same object: no second hash

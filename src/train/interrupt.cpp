@@ -41,4 +41,8 @@ InterruptGuard::~InterruptGuard() {
 bool interrupt_requested() { return g_signal != 0; }
 int interrupt_signal() { return static_cast<int>(g_signal); }
 
+std::string interrupt_cause() {
+  return interrupt_signal() ? "signal " + std::to_string(interrupt_signal()) : "a signal to another rank";
+}
+
 }  // namespace grassaudit

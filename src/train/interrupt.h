@@ -2,6 +2,8 @@
 // SIGINT / SIGTERM during training: the first signal sets a flag the trainer polls between
 // steps (it then writes last.ckpt and exits 0); a second signal exits at once with 130
 // (checkpoint writes are atomic, so nothing half-written is left behind).
+#include <string>
+
 namespace grassaudit {
 
 // Installs the handlers for the lifetime of the guard; restores the previous ones after.
@@ -15,5 +17,8 @@ class InterruptGuard {
 
 bool interrupt_requested();
 int interrupt_signal();      // the signal number received (0 if none)
+// "signal N", or "a signal to another rank" when the stop was agreed with data-parallel ranks
+// (train/loop.cpp) and this process itself received none.
+std::string interrupt_cause();
 
 }  // namespace grassaudit

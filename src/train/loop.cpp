@@ -1,5 +1,6 @@
 #include "train/loop.h"
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <torch/nn/utils/clip_grad.h>
 
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/distributed.h"
 #include "train/interrupt.h"
 #include "train/schedule.h"
 #include "util/error.h"
@@ -125,9 +127,14 @@ double train_step(const LoopSettings& cfg, TrainingTask& task, torch::nn::Module
   optimizer.zero_grad();
   *out = task.step_loss(index);
   out->loss.backward();
+  // Data-parallel: the ranks' gradients, each weighted by its share of the global batch, summed
+  // in buckets; every rank then clips and steps on the same global gradient.
+  double global_loss = 0;
+  if (dist::active())
+    global_loss = dist::allreduce_gradients(model.parameters(), out->share, out->loss.item<double>() * out->share);
   if (cfg.clip > 0) torch::nn::utils::clip_grad_norm_(model.parameters(), cfg.clip);
   optimizer.step();
-  const double value = out->loss.item<double>();
+  const double value = dist::active() ? global_loss : out->loss.item<double>();
   // Steps are counted from 1, as in metrics.jsonl. Nothing is saved from here on.
   if (!std::isfinite(value)) task.diverged(st.step + 1, value, *lr);
   return value;
@@ -167,9 +174,18 @@ LoopEnd run_training_loop(const LoopSettings& cfg, TrainingTask& task, torch::nn
       order_epoch = st.epoch;
     }
     while (st.batch_in_epoch < spe) {
-      if (interrupt_requested()) return LoopEnd::kInterrupted;
+      // Signals and the time budget are decided by all ranks together (any rank's vote stops
+      // every rank before the same step); units_done() is the same everywhere.
+      bool stop_signal = interrupt_requested(), stop_budget = budget_spent();
+      if (dist::active()) {
+        auto votes = at::tensor({stop_signal ? 1.0 : 0.0, stop_budget ? 1.0 : 0.0}, at::kDouble);
+        dist::allreduce_max(votes);
+        stop_signal = votes[0].item<double>() > 0;
+        stop_budget = votes[1].item<double>() > 0;
+      }
+      if (stop_signal) return LoopEnd::kInterrupted;
       if (units_done()) return LoopEnd::kUnitLimit;
-      if (budget_spent()) {
+      if (stop_budget) {
         if (window.steps > 0) metrics.write_record(task.train_record(window, window_lr));
         return LoopEnd::kTimeBudget;
       }

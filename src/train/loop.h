@@ -53,11 +53,16 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
 // Moves the optimizer's moments to `device` (after loading a CPU checkpoint; a no-op on CPU).
 void move_optimizer_state(torch::optim::AdamW& optimizer, const c10::Device& device);
 
-// One step's loss as the task computed it.
+// One step's loss as the task computed it. Data-parallel (core/distributed.h): `loss` is this
+// rank's mean over its rows of the global batch, `share` the fraction of the global batch's loss
+// weight those rows carry (their units over the global units), so that the sum over ranks of
+// share * gradient is the one-process gradient of the global mean; units and tokens count the
+// whole global batch, so positions, schedules and checkpoints do not depend on the world size.
 struct StepLoss {
   at::Tensor loss;     // 0-dim, requires grad; the loop calls backward()
-  int64_t units = 0;   // rows trained on (tokens for the LM, examples for SNLI)
-  int64_t tokens = 0;  // tokens in the batch (for tokens/s)
+  int64_t units = 0;   // rows trained on (tokens for the LM, examples for SNLI), all ranks
+  int64_t tokens = 0;  // tokens in the batch (for tokens/s), all ranks
+  double share = 1.0;  // this rank's weight in the global loss (1 in one process)
 };
 
 // The steps between two "train" metrics records.

@@ -16,7 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
+#include "core/distributed.h"
 #include "core/lm_loss.h"
+#include "core/rng_guard.h"
+#include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
 #include "text/wikitext2.h"
@@ -26,6 +29,7 @@
 #include "train/loop.h"
 #include "train/progress.h"
 #include "train/provenance.h"
+#include "train/rank_output.h"
 #include "train/schedule.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -157,6 +161,7 @@ struct RunPaths {
 RunPaths prepare_out_dir(const TrainRequest& req, bool resuming, int64_t resume_step) {
   RunPaths p{req.out_dir, req.out_dir + "/metrics.jsonl", req.out_dir + "/checkpoints/last.ckpt",
              req.out_dir + "/checkpoints/best.ckpt"};
+  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
   make_dirs(p.out);
   make_dirs(p.out + "/checkpoints");
   if (!resuming && (fs::exists(p.metrics) || fs::exists(p.last)))
@@ -193,13 +198,26 @@ class LmTask : public TrainingTask {
 
   void begin_epoch(int64_t epoch) override { order_ = epoch_order(data_.train.num_blocks, cfg_.seed, epoch); }
 
+  // Batch `index` is the GLOBAL batch (--batch rows, fewer at the epoch's end); data-parallel,
+  // this rank takes its contiguous share of its rows (dist::row_share) and draws the dropout
+  // masks of the whole batch (core/row_dropout.h), so the step is the one-process step.
   StepLoss step_loss(int64_t index) override {
     const int64_t B = cfg_.batch, first = index * B, n = std::min(B, data_.train.num_blocks - first);
-    auto [x, y] = make_batch(data_.train, order_.data() + first, n);
-    x = x.to(device_);
-    y = y.to(device_);
-    // x, y: [n, L]; the fused head never builds the [n * L, V] logits (core/lm_loss.h)
-    return StepLoss{loss_of(x, y), n * data_.L, n * data_.L};
+    const dist::RowShare mine = dist::row_share(n);
+    StepLoss out{at::Tensor(), n * data_.L, n * data_.L, static_cast<double>(mine.count) / static_cast<double>(n)};
+    if (mine.count == 0) {
+      out.loss = at::zeros({}, at::TensorOptions().device(device_)).requires_grad_(true);
+    } else {
+      auto [x, y] = make_batch(data_.train, order_.data() + first + mine.begin, mine.count);
+      x = x.to(device_);
+      y = y.to(device_);
+      // x, y: [rows, L]; the fused head never builds the [rows * L, V] logits (core/lm_loss.h)
+      const DropoutRowsScope rows(n, mine.begin, mine.count);
+      out.loss = loss_of(x, y);
+    }
+    // A rank without rows drew no masks: give it rank 0's generator, equal again everywhere.
+    if (dist::active() && n < dist::world_size()) dist::broadcast_cpu_rng();
+    return out;
   }
 
   // The training loss of one batch (x, y: [n, L]): under bf16 autocast with --precision bf16;
@@ -216,8 +234,7 @@ class LmTask : public TrainingTask {
     std::cerr << "validation: auditing the weights, then evaluating...\n";
     const auto t0 = std::chrono::steady_clock::now();
     const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
-    auto g = gated_evaluate(gate_, model_, data_.valid, cfg_.eval_batch, device_, [] { return interrupt_requested(); },
-                            loss_impl_);
+    auto g = gated_evaluate(gate_, model_, data_.valid, cfg_.eval_batch, device_, eval_should_stop(), loss_impl_);
     if (!g) return false;
     last_validation_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double ppl = g->stats.ppl();
@@ -232,7 +249,7 @@ class LmTask : public TrainingTask {
       run_.state.best_valid_loss = g->stats.loss;
       run_.state.best_step = st.step;
       run_.state.best_epoch = st.epoch_float();
-      save_checkpoint(paths_.best, model_, &optimizer_, meta());
+      if (dist::is_main()) save_checkpoint(paths_.best, model_, &optimizer_, meta());
     }
     return true;
   }
@@ -251,7 +268,7 @@ class LmTask : public TrainingTask {
       throw std::runtime_error(fmt::format("the weights after step {} are not finite; not saving them (last good "
                                            "checkpoint: {})",
                                            step, last_good_.empty() ? "none" : last_good_));
-    save_checkpoint(paths_.last, model_, &optimizer_, meta());
+    if (dist::is_main()) save_checkpoint(paths_.last, model_, &optimizer_, meta());
     last_good_ = paths_.last;
     last_good_step_ = step;
   }
@@ -277,6 +294,13 @@ class LmTask : public TrainingTask {
     const double eval_tokens = static_cast<double>((data_.valid.num_blocks + data_.test.num_blocks) * data_.L);
     const double epoch_tokens = static_cast<double>(data_.train.num_blocks * data_.L);
     return per_token * (eval_tokens / 3 + 2 * 0.02 * epoch_tokens);
+  }
+
+  // Evaluation between batches stops for a signal in one process; data-parallel, the ranks
+  // evaluate their shards to the end (the loop stops them together before the next step).
+  static std::function<bool()> eval_should_stop() {
+    if (dist::active()) return {};
+    return [] { return interrupt_requested(); };
   }
 
   AuditGate& gate() { return gate_; }
@@ -351,6 +375,9 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
   s["blas"] = blas_in_use();
   s["device"] = req.device;
   s["seed"] = run.train.seed;
+  s["world_size"] = dist::world_size();
+  // This session's seconds in the gradient all-reduce (incl. waiting for the slowest rank).
+  if (dist::active()) s["allreduce_seconds"] = dist::gradient_sync_seconds();
   s["tokens_per_second"] = st.loop.units_seen / std::max(st.loop.train_seconds, 1e-9);
   s["audit"] = audit_brief(test.audit);
   s["best_epoch"] = st.best_epoch;
@@ -359,16 +386,16 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
   s["test_tokens"] = test.stats.tokens;
   put_ppl(s, "best_valid_ppl", std::exp(*st.best_valid_loss), leaky);
   put_ppl(s, "test_ppl", test.stats.ppl(), leaky);
-  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, 1, cuda_precision_name(req.precision)});
+  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
   return s;
 }
 
 TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPaths& paths) {
   task.save_last();
   std::cerr << fmt::format(
-      "grassaudit train: stopped by signal {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
+      "grassaudit train: stopped by {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
       "  continue with: grassaudit train --resume {}\n",
-      interrupt_signal(), st.step, st.epoch_float(), paths.last, paths.last);
+      interrupt_cause(), st.step, st.epoch_float(), paths.last, paths.last);
   TrainOutcome o;
   o.out_dir = paths.out;
   o.steps = st.step;
@@ -386,16 +413,28 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
 
   const c10::Device device = task.device();
   LanguageModel best{nullptr};
-  if (fs::exists(paths.best)) {
-    best = load_checkpoint(paths.best).model;  // leaves the global RNG as it is
+  // Data-parallel: rank 0 (the one that writes best.ckpt) decides, and the other ranks get the
+  // best weights from it rather than from a file they may not see (another machine, or not yet).
+  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best) ? 1.0 : 0.0}, at::kDouble);
+  dist::broadcast(has_best, 0);
+  if (has_best.item<double>() > 0) {
+    if (dist::is_main()) {
+      best = load_checkpoint(paths.best).model;  // leaves the global RNG as it is
+    } else {
+      CpuRngGuard keep;  // building the model draws initial weights
+      best = LanguageModel(run.model);
+    }
+    std::vector<at::Tensor> weights = best->parameters();
+    for (const auto& b : best->buffers()) weights.push_back(b);
+    dist::broadcast_tensors(weights);
     best->to(device);
   } else {
     best = task.model();
   }
   std::cerr << "test: auditing the best weights, then evaluating...\n";
   const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
-  auto tg = gated_evaluate(task.gate(), best, data.test, run.train.eval_batch, device,
-                           [] { return interrupt_requested(); }, task.loss_impl());
+  auto tg = gated_evaluate(task.gate(), best, data.test, run.train.eval_batch, device, LmTask::eval_should_stop(),
+                           task.loss_impl());
   if (!tg) return interrupted_outcome(task, st.loop, paths);
   const AuditResult& audit = tg->audit;
   {
@@ -405,9 +444,12 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
     put_audit_fields(line, audit);
     task.metrics().write_record(line);
   }
-  write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
   const double wall = task.clock().elapsed();
-  write_file_atomic(paths.out + "/summary.json", lm_summary(run, data, paths, req, *tg, params, wall, end).dump(2) + "\n");
+  if (dist::is_main()) {
+    write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
+    write_file_atomic(paths.out + "/summary.json",
+                      lm_summary(run, data, paths, req, *tg, params, wall, end).dump(2) + "\n");
+  }
 
   std::cout << fmt::format("{}\n{}\n", describe_ppl("best valid", std::exp(*st.best_valid_loss), audit),
                            describe_ppl("test", tg->stats.ppl(), audit));
@@ -428,6 +470,7 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
 // Prints and saves the resolved config (config.json is reusable as --config).
 void record_config(const ResolvedRun& run, const RunPaths& paths) {
   const json resolved{{"model", to_json(run.model)}, {"train", to_json(run.train)}};
+  if (!dist::is_main()) return;
   write_file_atomic(paths.out + "/config.json", resolved.dump(2) + "\n");
   std::cout << "resolved config" << (run.preset.empty() ? "" : " (" + run.preset + ")") << ":\n"
             << resolved.dump(2) << std::endl;
@@ -460,12 +503,20 @@ std::string default_resume_out_dir(const std::string& checkpoint_path) {
 TrainOutcome run_training(const TrainRequest& req) {
   const auto session_start = std::chrono::steady_clock::now();
   const c10::Device device = parse_device(req.device);
+  dist::init_from_env(req.device, req.dist_timeout_seconds);  // launched by torchrun: join its group
+  const RankOutputGuard print_once;
   if (!device.is_cuda() && req.precision != CudaPrecision::kFp32)
     throw InputError(fmt::format("--precision {} needs --device cuda (CPU math is always fp32)",
                                  cuda_precision_name(req.precision)));
   if (device.is_cuda()) configure_cuda_math(req.precision);  // before the first cuBLAS handle
   ResolvedRun run = resolve_run(req);
   const LmSplits data = load_splits(req, run);
+  // Every rank must train the same run: the resolved configs, the data read and the resume point.
+  dist::check_same_everywhere(
+      "configs or data",
+      json{{"model", to_json(run.model)}, {"train", to_json(run.train)}, {"data", data.data_sha256},
+           {"resume_step", run.state.loop.step}, {"device", req.device}, {"preset", run.preset}}
+          .dump());
   const RunPaths paths = prepare_out_dir(req, run.resuming, run.state.loop.step);
   // Everything the run needs has been read and checked: only now the runtime banner, so a bad
   // input ends in its one error line alone.
@@ -488,7 +539,17 @@ TrainOutcome run_training(const TrainRequest& req) {
     load_optimizer_and_rng(req.resume, *optimizer);  // also the global CPU RNG state (dropout)
     move_optimizer_state(*optimizer, device);
   }
+  {
+    // Data-parallel: every rank starts from rank 0's weights (they are equal by construction,
+    // seeded or loaded from the same file; this makes it so whatever a rank's platform does).
+    std::vector<at::Tensor> state = model->parameters();
+    for (const auto& b : model->buffers()) state.push_back(b);
+    dist::broadcast_tensors(state);
+  }
   const int64_t params = model->parameter_count();
+  if (dist::active())
+    std::cerr << fmt::format("data-parallel: {} ranks (c10d {}, timeout {:g} s), global batch {}\n",
+                             dist::world_size(), device.is_cuda() ? "NCCL" : "Gloo", dist::timeout_seconds(), t.batch);
   print_run_header(run, data, req, params);
 
   LoopState& st = run.state.loop;
@@ -505,7 +566,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   loop.last_step = st.total_steps;
   if (t.max_tokens > 0) loop.last_step = std::min(loop.last_step, (t.max_tokens + tokens_per_step - 1) / tokens_per_step);
 
-  JsonlLog metrics(paths.metrics);
+  JsonlLog metrics(dist::is_main() ? paths.metrics : "/dev/null");
   Progress progress(std::max<int64_t>(loop.last_step, st.step), t.log_every, req.plain_progress);
   LmTask task(req, run, data, paths, device, model, *optimizer, metrics, progress);
   if (device.is_cuda()) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/distributed.h"
 #include "core/model_config.h"
 #include "core/runtime.h"
 #include "train/train_config.h"
@@ -49,6 +50,9 @@ struct TrainRequest {
   // closing validation, audit and test evaluation to end inside it (train/loop.h). The LR
   // schedule still spans the planned epochs; summary.json records planned vs completed epochs.
   double time_budget_seconds = 0;
+  // Data-parallel (started by torchrun, core/distributed.h): seconds a collective may wait for the
+  // other ranks before the run ends naming the lost one (--dist-timeout).
+  double dist_timeout_seconds = dist::kDefaultTimeoutSeconds;
 };
 
 struct TrainOutcome {

@@ -1,0 +1,36 @@
+#pragma once
+// The causality audit divided over data-parallel ranks (issue #17). Inside
+// a ShardedAuditScope, in a joined c10d group (core/distributed.h), each (mode, length) probe
+// table's chunks of probe rows are divided over the ranks (chunk k to rank k % world) and the
+// tables are reduced by max. A chunk's result does not depend on which rank computes it (same
+// rows, same shape, the RNG reset to the same seed before every train-mode pass), so every rank
+// ends with exactly the one-process tables, verdict and horizon. Outside a scope, or in one
+// process, nothing changes: a caller that audits on one rank only must not open a scope.
+// Callers (the training gate, grassaudit audit) open the scope; the prober (audit_prober.cpp)
+// calls the two functions below.
+#include <cstdint>
+
+namespace grassaudit {
+
+struct EffectTable;  // audit/audit_prober.h (internal to src/audit)
+struct Pass;
+
+class ShardedAuditScope {
+ public:
+  ShardedAuditScope();
+  ~ShardedAuditScope();
+  ShardedAuditScope(const ShardedAuditScope&) = delete;
+  ShardedAuditScope& operator=(const ShardedAuditScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// Whether this rank probes chunk k of the current table (always, when not sharded).
+bool audit_owns_chunk(int64_t k);
+
+// After a table's chunks: the max of the effects and of pass.max_effect over the ranks, and the
+// sum of the probe rows each rank added since `probes_before`.
+void audit_reduce_table(EffectTable& table, Pass& pass, int64_t probes_before);
+
+}  // namespace grassaudit
