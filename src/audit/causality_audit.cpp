@@ -282,11 +282,6 @@ Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
   return ev;
 }
 
-void check_contract_options(const AuditOptions& opt) {
-  if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
-  if (opt.window && *opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
-}
-
 int64_t horizon_at(const AuditResult& r, int64_t len) {
   for (const auto& [l, h] : r.length_horizons)
     if (l == len) return h;
@@ -295,13 +290,18 @@ int64_t horizon_at(const AuditResult& r, int64_t len) {
 
 }  // namespace
 
-AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
-  const auto t0 = Clock::now();
-  if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
+void validate_audit_options(const AuditOptions& opt) {
   if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
   if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
   if (!opt.eval_mode && !opt.train_mode) throw InputError("audit needs at least one mode");
-  check_contract_options(opt);
+  if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
+  if (opt.window && *opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
+}
+
+AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
+  const auto t0 = Clock::now();
+  if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
+  validate_audit_options(opt);
 
   AuditResult r;
   r.lookahead = opt.lookahead;

@@ -167,6 +167,9 @@ struct AuditResult {
   bool leaky() const { return verdict_enum() == Verdict::kLeaky; }
 };
 
+// InputError naming the first bad option (batch, trials, lookahead, window; seq_len >= 2 once set).
+void validate_audit_options(const AuditOptions& options);
+
 // Throws InputError for targets that fail, return the wrong shape, or NaN/Inf outputs.
 AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& options);
 

@@ -69,37 +69,94 @@ int run_suite(const std::string& path, const AuditOptions& opt, const std::strin
 }
 }  // namespace
 
+namespace {
+
+void add_audit_options(po::options_description& desc) {
+  desc.add_options()
+      ("model", po::value<std::string>(), "TorchScript model file (forward: ids [B,L] or features [B,L,C])")
+      ("input", po::value<std::string>(), "tokens:V or features:C (with --model)")
+      ("mixer", po::value<std::string>(), "built-in mixer: future | past | attention")
+      ("checkpoint", po::value<std::string>(), "grassaudit checkpoint to audit")
+      ("suite", po::value<std::string>(), "suite of control models (JSON)")
+      ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len)")
+      ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
+      ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
+      ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
+      ("seed", po::value<Unsigned64>()->default_value(Unsigned64{1234}, "1234"), "seed for probes (and untrained weights)")
+      ("seq-lens", po::value<std::string>(), "override the length schedule, e.g. 64,63,32")
+      ("feature-scale", po::value<double>()->default_value(1.0), "std of random features (features input)")
+      ("output", po::value<std::string>()->default_value("hidden"),
+       "built-in: hidden (final LayerNorm output; the tied head is position-wise, so causality is\n"
+       "the same as for logits, at a fraction of the cost) or logits")
+      ("no-gradient-check", po::bool_switch(), "skip the gradient method")
+      ("allow-lookahead", po::value<int64_t>()->default_value(0),
+       "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
+      ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
+      ("no-length-check", po::bool_switch(), "skip length independence (prefix runs: a traced model runs at its traced length only)")
+      ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
+      ("property", po::value<int64_t>(),
+       "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
+       "shrunk to the smallest length and cut that still fail")
+      ("json", po::value<std::string>(), "write the result as JSON")
+      ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
+}
+
+// The options every audit source shares (seq_len comes with the target).
+AuditOptions audit_options_from(const po::variables_map& vm) {
+  AuditOptions opt;
+  opt.batch = vm["batch"].as<int64_t>();
+  opt.trials = vm["trials"].as<int64_t>();
+  opt.seed = vm["seed"].as<Unsigned64>().value;
+  opt.gradient_check = !vm["no-gradient-check"].as<bool>();
+  apply_mode(vm["mode"].as<std::string>(), opt);
+  opt.lookahead = vm["allow-lookahead"].as<int64_t>();
+  if (vm.count("window")) opt.window = vm["window"].as<int64_t>();
+  opt.length_check = !vm["no-length-check"].as<bool>();
+  opt.batch_check = !vm["no-batch-check"].as<bool>();
+  validate_audit_options(opt);
+  return opt;
+}
+
+// --model (a TorchScript file) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
+std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
+  if (vm.count("model")) {
+    if (!vm.count("input")) throw InputError("--model needs --input tokens:V or features:C");
+    if (!vm.count("seq-len")) throw InputError("--model needs --seq-len");
+    auto spec = InputSpec::parse(vm["input"].as<std::string>());
+    spec.feature_scale = vm["feature-scale"].as<double>();
+    if (!(spec.feature_scale > 0)) throw InputError("--feature-scale must be > 0");
+    opt.seq_len = vm["seq-len"].as<int64_t>();
+    return std::make_unique<TorchScriptTarget>(vm["model"].as<std::string>(), spec);
+  }
+  if (vm.count("input")) throw InputError("--input is for --model (built-in models take tokens)");
+  LanguageModel model{nullptr};
+  if (vm.count("checkpoint")) {
+    auto loaded = load_checkpoint(vm["checkpoint"].as<std::string>());
+    if (vm.count("mixer") && vm["mixer"].as<std::string>() != loaded.config.mixer)
+      throw InputError(fmt::format("--mixer {} conflicts with the checkpoint's mixer {}", vm["mixer"].as<std::string>(),
+                                   loaded.config.mixer));
+    model = loaded.model;
+  } else {
+    ModelConfig cfg;
+    cfg.mixer = vm["mixer"].as<std::string>();
+    cfg = model_config_from_flags(vm, cfg);
+    cfg.validate();
+    at::manual_seed(opt.seed);
+    model = LanguageModel(cfg);
+  }
+  opt.seq_len = vm.count("seq-len") ? vm["seq-len"].as<int64_t>() : model->config().max_len;
+  if (opt.seq_len > model->config().max_len)
+    throw InputError(fmt::format("--seq-len {} exceeds the model's max_len {}", opt.seq_len, model->config().max_len));
+  return std::make_unique<BuiltinLmTarget>(model, vm["output"].as<std::string>());
+}
+
+}  // namespace
+
 int audit_main(int argc, char** argv) {
   return guarded("audit", [&]() -> int {
     po::options_description desc("audit options");
+    add_audit_options(desc);
     int threads = 0;
-    desc.add_options()
-        ("model", po::value<std::string>(), "TorchScript model file (forward: ids [B,L] or features [B,L,C])")
-        ("input", po::value<std::string>(), "tokens:V or features:C (with --model)")
-        ("mixer", po::value<std::string>(), "built-in mixer: future | past | attention")
-        ("checkpoint", po::value<std::string>(), "grassaudit checkpoint to audit")
-        ("suite", po::value<std::string>(), "suite of control models (JSON)")
-        ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len)")
-        ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
-        ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
-        ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
-        ("seed", po::value<Unsigned64>()->default_value(Unsigned64{1234}, "1234"), "seed for probes (and untrained weights)")
-        ("seq-lens", po::value<std::string>(), "override the length schedule, e.g. 64,63,32")
-        ("feature-scale", po::value<double>()->default_value(1.0), "std of random features (features input)")
-        ("output", po::value<std::string>()->default_value("hidden"),
-         "built-in: hidden (final LayerNorm output; the tied head is position-wise, so causality is\n"
-         "the same as for logits, at a fraction of the cost) or logits")
-        ("no-gradient-check", po::bool_switch(), "skip the gradient method")
-        ("allow-lookahead", po::value<int64_t>()->default_value(0),
-         "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
-        ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
-        ("no-length-check", po::bool_switch(), "skip length independence (prefix runs: a traced model runs at its traced length only)")
-        ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
-        ("property", po::value<int64_t>(),
-         "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
-         "shrunk to the smallest length and cut that still fail")
-        ("json", po::value<std::string>(), "write the result as JSON")
-        ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
     add_threads_option(desc, &threads);
     double dist_timeout = 0;
     add_dist_timeout_option(desc, &dist_timeout);
@@ -113,27 +170,12 @@ int audit_main(int argc, char** argv) {
     const RankOutputGuard print_once;
     const ShardedAuditScope sharded;
 
-    AuditOptions opt;
-    opt.batch = vm["batch"].as<int64_t>();
-    opt.trials = vm["trials"].as<int64_t>();
-    opt.seed = vm["seed"].as<Unsigned64>().value;
-    opt.gradient_check = !vm["no-gradient-check"].as<bool>();
-    apply_mode(vm["mode"].as<std::string>(), opt);
-    opt.lookahead = vm["allow-lookahead"].as<int64_t>();
-    if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
-    if (vm.count("window")) {
-      opt.window = vm["window"].as<int64_t>();
-      if (*opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
-    }
-    opt.length_check = !vm["no-length-check"].as<bool>();
-    opt.batch_check = !vm["no-batch-check"].as<bool>();
+    AuditOptions opt = audit_options_from(vm);
     std::optional<int64_t> property_cases;
     if (vm.count("property")) {
       property_cases = vm["property"].as<int64_t>();
       if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
     }
-    if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
-    if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit, not after it
     if (vm.count("leak-map")) check_output_path(vm["leak-map"].as<std::string>(), "--leak-map");
@@ -143,37 +185,7 @@ int audit_main(int argc, char** argv) {
     if (sources != 1) throw InputError("give exactly one of --model, --mixer/--checkpoint, --suite");
     if (vm.count("suite")) return run_suite(vm["suite"].as<std::string>(), opt, json_path);
 
-    std::unique_ptr<AuditTarget> target;
-    if (vm.count("model")) {
-      if (!vm.count("input")) throw InputError("--model needs --input tokens:V or features:C");
-      if (!vm.count("seq-len")) throw InputError("--model needs --seq-len");
-      auto spec = InputSpec::parse(vm["input"].as<std::string>());
-      spec.feature_scale = vm["feature-scale"].as<double>();
-      if (!(spec.feature_scale > 0)) throw InputError("--feature-scale must be > 0");
-      target = std::make_unique<TorchScriptTarget>(vm["model"].as<std::string>(), spec);
-      opt.seq_len = vm["seq-len"].as<int64_t>();
-    } else {
-      if (vm.count("input")) throw InputError("--input is for --model (built-in models take tokens)");
-      LanguageModel model{nullptr};
-      if (vm.count("checkpoint")) {
-        auto loaded = load_checkpoint(vm["checkpoint"].as<std::string>());
-        if (vm.count("mixer") && vm["mixer"].as<std::string>() != loaded.config.mixer)
-          throw InputError(fmt::format("--mixer {} conflicts with the checkpoint's mixer {}",
-                                       vm["mixer"].as<std::string>(), loaded.config.mixer));
-        model = loaded.model;
-      } else {
-        ModelConfig cfg;
-        cfg.mixer = vm["mixer"].as<std::string>();
-        cfg = model_config_from_flags(vm, cfg);
-        cfg.validate();
-        at::manual_seed(opt.seed);
-        model = LanguageModel(cfg);
-      }
-      opt.seq_len = vm.count("seq-len") ? vm["seq-len"].as<int64_t>() : model->config().max_len;
-      if (opt.seq_len > model->config().max_len)
-        throw InputError(fmt::format("--seq-len {} exceeds the model's max_len {}", opt.seq_len, model->config().max_len));
-      target = std::make_unique<BuiltinLmTarget>(model, vm["output"].as<std::string>());
-    }
+    std::unique_ptr<AuditTarget> target = make_target(vm, opt);
     if (vm.count("seq-lens")) opt.seq_lens = parse_int_list(vm["seq-lens"].as<std::string>(), "--seq-lens");
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));

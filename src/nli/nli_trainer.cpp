@@ -442,6 +442,46 @@ class NliSeedTask : public TrainingTask {
 
 // Trains one seed (fresh or resumed), tests its best-validation weights and appends the result to
 // run.completed. False when a signal stopped it (last.ckpt saved, message printed).
+// The best-validation weights of `seed` on every rank (`last` when no best checkpoint was
+// written). Data-parallel: rank 0, which writes best-seed*.ckpt, decides and sends them.
+NliModel best_weights(NliModel last, const NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed) {
+  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best(seed)) ? 1.0 : 0.0}, at::kDouble);
+  dist::broadcast(has_best, 0);
+  if (has_best.item<double>() == 0) return last;
+  NliModel best{nullptr};
+  if (dist::is_main()) {
+    best = load_nli_checkpoint(paths.best(seed)).model;
+  } else {
+    CpuRngGuard keep;  // building the model draws initial weights
+    best = NliModel(run.model, p.vocab_map);
+  }
+  std::vector<at::Tensor> weights = best->parameters();
+  for (const auto& b : best->buffers()) weights.push_back(b);
+  dist::broadcast_tensors(weights);
+  return best;
+}
+
+struct SeedTest {
+  EvalResult test;
+  std::optional<EvalResult> pluecker_zeroed;  // Grassmann head: the ablation the report cites
+};
+
+// The test split on `best` and, for a Grassmann head, on the same weights with every Pluecker
+// feature zeroed (g_t = b_plu); nullopt when a signal stopped either.
+std::optional<SeedTest> test_seed(NliModel& best, const NliRun& run, const NliPrepared& p) {
+  SeedTest out;
+  auto tr = evaluate(best, p.data.test.examples, run.train.eval_batch, run.model.window);
+  if (!tr) return std::nullopt;
+  out.test = *tr;
+  if (run.model.head != "grassmann") return out;
+  best->set_ablate_pluecker(true);
+  auto ablated = evaluate(best, p.data.test.examples, run.train.eval_batch, run.model.window);
+  best->set_ablate_pluecker(false);
+  if (!ablated) return std::nullopt;
+  out.pluecker_zeroed = *ablated;
+  return out;
+}
+
 bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed,
                 bool resume_this) {
   const NliTrainConfig& t = run.train;
@@ -493,43 +533,17 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   }
 
   // ---- test on the best-validation weights ----
-  // Data-parallel: rank 0 (which writes best-seed*.ckpt) decides and sends the best weights.
-  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best(seed)) ? 1.0 : 0.0}, at::kDouble);
-  dist::broadcast(has_best, 0);
-  NliModel best = task.model();
-  if (has_best.item<double>() > 0) {
-    if (dist::is_main()) {
-      best = load_nli_checkpoint(paths.best(seed)).model;
-    } else {
-      CpuRngGuard keep;  // building the model draws initial weights
-      best = NliModel(run.model, p.vocab_map);
-    }
-    std::vector<at::Tensor> weights = best->parameters();
-    for (const auto& b : best->buffers()) weights.push_back(b);
-    dist::broadcast_tensors(weights);
-  }
-  auto tr = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
-  if (!tr) {
+  NliModel best = best_weights(task.model(), run, p, paths, seed);
+  const auto tested = test_seed(best, run, p);
+  if (!tested) {
     task.save_last();
     std::cerr << fmt::format("grassaudit train-nli: stopped by {} during the test evaluation of seed {}; "
                              "continue with: grassaudit train-nli --resume {}\n",
                              interrupt_cause(), seed, paths.last);
     return false;
   }
-  // The ablation the report cites: the same best weights, Pluecker features zeroed.
-  std::optional<EvalResult> ablated;
-  if (run.model.head == "grassmann") {
-    best->set_ablate_pluecker(true);
-    ablated = evaluate(best, p.data.test.examples, t.eval_batch, run.model.window);
-    best->set_ablate_pluecker(false);
-    if (!ablated) {
-      task.save_last();
-      std::cerr << fmt::format("grassaudit train-nli: stopped by signal {} during the ablation test of seed {}; "
-                               "continue with: grassaudit train-nli --resume {}\n",
-                               interrupt_signal(), seed, paths.last);
-      return false;
-    }
-  }
+  const EvalResult* tr = &tested->test;
+  const EvalResult* ablated = tested->pluecker_zeroed ? &*tested->pluecker_zeroed : nullptr;
   const double elapsed = task.clock().elapsed();
   metrics.write_record(json{{"type", "eval"}, {"seed", seed}, {"epoch", st.best_epoch}, {"step", st.loop.step},
                             {"split", "test"}, {"accuracy", tr->accuracy}, {"loss", tr->loss},
