@@ -85,10 +85,16 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
   auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
   auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T).add(row_trial));      // [R, L(, C)]
+  auto base_rows = bases.index_select(0, row_trial);                                  // [R, L(, C)]
+  if (in_.kind == InputSpec::Kind::kTokens && in_.size >= 2)
+    // A replaced token is always a different token: a uniform redraw keeps the old one with
+    // probability 1/V, and at the last cut (one position replaced) with a small vocabulary that
+    // hides the farthest reach in every trial now and then. Shift by 1 .. V-1 instead.
+    fresh = base_rows.add(fresh.remainder(in_.size - 1).add(1)).remainder(in_.size);
   auto pos = at::arange(L, at::kLong).view({1, L});
   auto replace = side == Side::kFuture ? pos.ge(row_cut.view({R, 1})) : pos.lt(row_cut.view({R, 1}));  // [R, L]
   if (bases.dim() == 3) replace = replace.unsqueeze(-1);
-  auto rows = at::where(replace, fresh, bases.index_select(0, row_trial));
+  auto rows = at::where(replace, fresh, base_rows);
   const uint64_t seed = opt_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(L + (train ? 7919 : 0)));
 
   // diff [n, L]: relative move of each output position of rows start .. start+n-1.
