@@ -32,6 +32,17 @@ TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
   return v;
 }
 
+at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh) {
+  if (in.kind != InputSpec::Kind::kTokens || in.size < 2) return fresh;
+  return base.add(fresh.remainder(in.size - 1).add(1)).remainder(in.size);
+}
+
+at::Tensor as_pair(const at::Tensor& x) {
+  std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
+  reps[0] = 2;
+  return x.repeat(reps).contiguous();
+}
+
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
 
 at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen) {
@@ -86,11 +97,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
   auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T).add(row_trial));      // [R, L(, C)]
   auto base_rows = bases.index_select(0, row_trial);                                  // [R, L(, C)]
-  if (in_.kind == InputSpec::Kind::kTokens && in_.size >= 2)
-    // A replaced token is always a different token: a uniform redraw keeps the old one with
-    // probability 1/V, and at the last cut (one position replaced) with a small vocabulary that
-    // hides the farthest reach in every trial now and then. Shift by 1 .. V-1 instead.
-    fresh = base_rows.add(fresh.remainder(in_.size - 1).add(1)).remainder(in_.size);
+  fresh = replacement_inputs(in_, base_rows, fresh);
   auto pos = at::arange(L, at::kLong).view({1, L});
   auto replace = side == Side::kFuture ? pos.ge(row_cut.view({R, 1})) : pos.lt(row_cut.view({R, 1}));  // [R, L]
   if (bases.dim() == 3) replace = replace.unsqueeze(-1);
@@ -159,14 +166,8 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   audit_reduce_table(table, pass, probes_before);
 }
 
-// x [1, L(, C)] -> y [1, L, K], run as a batch of two identical rows: whatever the model
-// computes across rows (a batch mean, batch statistics) then sees only this sequence, and a
-// model that cannot run a batch of one (BatchNorm in train mode over [B, C]) still runs.
-at::Tensor Prober::run_alone(const at::Tensor& x) {
-  std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
-  reps[0] = 2;
-  return run(x.repeat(reps).contiguous()).narrow(0, 0, 1);
-}
+// x [1, L(, C)] -> y [1, L, K], one sequence on its own (as_pair).
+at::Tensor Prober::run_alone(const at::Tensor& x) { return run(as_pair(x)).narrow(0, 0, 1); }
 
 EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
   return rerun_cuts(mode, L, {}, pass, side);
@@ -282,7 +283,7 @@ double Prober::past_effect(int64_t L) {
   double worst = 0;
   for (int64_t trial = 0; trial < std::max<int64_t>(1, opt_.trials); ++trial) {
     auto base = random_inputs(1, L, gen);
-    auto fresh = random_inputs(1, L, gen);
+    auto fresh = replacement_inputs(in_, base, random_inputs(1, L, gen));
     auto pos = at::arange(L, at::kLong).view({1, L});
     auto replace = pos.lt(c);
     if (base.dim() == 3) replace = replace.unsqueeze(-1);

@@ -40,6 +40,17 @@ struct EffectTable {
 // int64, or Gaussian features [rows, L, C] in `dtype` at the spec's scale.
 at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen);
 
+// What a perturbed position holds, from a fresh draw of random_inputs (same shape as base): the
+// draw itself for features; for tokens always a DIFFERENT token, base shifted by 1 .. V-1. A
+// uniform redraw keeps the old token with probability 1/V, which at the last cut (one position
+// replaced) with a small vocabulary hid the farthest reach in every trial now and then.
+at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh);
+
+// x [1, L(, C)] as a batch of two identical rows [2, L(, C)]: whatever a model computes across
+// rows then sees only this sequence, and BatchNorm in train mode (which refuses a batch of one)
+// still runs. Keep row 0 of the output.
+at::Tensor as_pair(const at::Tensor& x);
+
 // Distance between output t and the nearest replaced input at cut c.
 inline int64_t cut_distance(Side side, int64_t t, int64_t c) { return side == Side::kFuture ? c - t : t - c + 1; }
 

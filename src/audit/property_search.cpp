@@ -90,12 +90,13 @@ class CaseChecker {
   at::Tensor draw(int64_t rows, int64_t L, at::Generator& gen) { return random_inputs(in_, target_.dtype(), rows, L, gen); }
 
   // x with the positions where `where` [1, L] holds perturbed by the case's kind:
-  // resample: fresh draws; swap: those positions in reverse order; constant: token 0 / 0.0;
+  // resample: fresh draws (for tokens a different token at every position, replacement_inputs);
+  // swap: those positions in reverse order; constant: token 0 / 0.0;
   // scaled: features x3, tokens (3 id + 1) mod V (a bijection: the "scale" of a token id).
   at::Tensor perturb(const at::Tensor& x, const at::Tensor& where, const Case& c, at::Generator& gen) {
     at::Tensor changed;
     switch (c.perturbation) {
-      case Perturbation::kResample: changed = draw(x.size(0), x.size(1), gen); break;
+      case Perturbation::kResample: changed = replacement_inputs(in_, x, draw(x.size(0), x.size(1), gen)); break;
       case Perturbation::kSwap: {
         auto idx = at::arange(c.L, at::kLong);
         auto sel = where.view({c.L});
@@ -118,9 +119,9 @@ class CaseChecker {
     if (c.mode == AuditMode::kTrain) at::manual_seed(c.seed ^ 0x9E3779B97F4A7C15ULL);
     at::Tensor y;
     try {
-      // A batch of one runs as two identical rows (kept: row 0), as the audit's run_alone does:
-      // BatchNorm in train mode refuses a batch of one.
-      y = x.size(0) == 1 ? target_.forward(at::cat({x, x}, 0)).narrow(0, 0, 1) : target_.forward(x);
+      // A batch of one runs as two identical rows (as_pair; row 0 kept), as the prober's
+      // run_alone does: BatchNorm in train mode refuses a batch of one.
+      y = x.size(0) == 1 ? target_.forward(as_pair(x)).narrow(0, 0, 1) : target_.forward(x);
     } catch (const InputError& e) {
       throw InputError(fmt::format("property search: the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
                                    e.what()));
