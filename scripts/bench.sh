@@ -139,6 +139,9 @@ for m in ("attention", "past"):
     out[f"model_step_pytorch_tokens_per_second_{m}"] = p
     out[f"model_{m}_fused_fraction_of_sgemm"] = statistics.median(r["fraction_of_gemm"] for r in fused)
     out[f"model_{m}_materialized_fraction_of_sgemm"] = statistics.median(r["fraction_of_gemm"] for r in mat)
+    # The most any loss path can gain over the materialised step on this machine: a step that ran
+    # all its FLOPs at the measured sgemm rate (fraction 1) would be 1 / fraction times faster.
+    out[f"model_{m}_fused_over_materialized_bound_at_sgemm_rate"] = 1 / out[f"model_{m}_materialized_fraction_of_sgemm"]
 out["model_fused_loss_chunk"] = model_rows("past", "fused")[0]["loss_chunk"]
 att = model_rows("attention", "fused")
 out["model_attention_achieved_gflops"] = statistics.median(r["achieved_gflops"] for r in att)

@@ -25,6 +25,8 @@ std::string op_category(const std::string& name) {
       {"GeluBackward0", "gelu"},
       {"aten::dropout", "dropout"},
       {"aten::bernoulli_", "dropout"},
+      {"grassaudit::hashed_dropout", "dropout"},  // core/row_dropout.cpp (CPU float32/float64)
+      {"grassaudit::hashed_dropout_backward", "dropout"},
       {"aten::_softmax", "attention_softmax"},  // the only softmax in the models (the loss uses log_softmax)
       {"aten::_softmax_backward_data", "attention_softmax"},
       {"SoftmaxBackward0", "attention_softmax"},

@@ -1,14 +1,21 @@
 #pragma once
-// Dropout whose masks do not depend on how a global batch is split over data-parallel ranks.
+// Dropout whose masks depend on neither how a global batch is split over data-parallel ranks nor
+// the thread count, computed in one pass and saved as bytes.
 //
-// Why: with a plain per-rank generator, rank r of W would draw masks for its own rows only, so
-// the masks (and the training curve) would change with the world size. Here every rank draws the
-// mask of the WHOLE global batch from the same generator state, exactly as one process would
-// (the same at::empty(...).bernoulli_(1 - p) that at::dropout runs on CPU), and keeps its own
-// rows. All ranks then consume the same random numbers, their generators stay equal, and one
-// process and W ranks apply identical masks row by row. The cost is drawing W times the random
-// numbers a rank needs (cheap next to the forward pass). Outside a DropoutRowsScope (one
-// process, evaluation, the audit) it is at::dropout itself.
+// Why: a plain per-rank generator would give rank r of W masks for its own rows only, so the
+// masks (and the training curve) would change with the world size. And at::dropout on CPU draws
+// its Bernoulli noise serially from mt19937 into a float tensor the size of the input, divides it,
+// multiplies, and keeps that float tensor for backward: 4-7.5% of a paper-size training step and
+// ~4 bytes per dropped activation of peak memory (issue #13).
+//
+// Here (CPU, float32/float64) one call draws ONE 64-bit seed from the default CPU generator, and
+// element i of the global batch is kept iff 32 bits of splitmix64(seed, i / 2) (the low half
+// for even i, the high half for odd i) are at least round(p * 2^32): a counter-based mask, so every rank (drawing the same seed, as one process
+// would) computes exactly the rows it holds, in parallel, bit-identical to the one-process mask;
+// the kept elements are scaled by 1 / (1 - p) as at::dropout does. Backward multiplies by the
+// saved uint8 mask. Other devices and dtypes keep ATen's Bernoulli noise (drawn for the whole
+// global batch inside a DropoutRowsScope). reference_row_dropout() is the readable version of the
+// CPU kernel, kept beside it for the tests.
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
@@ -19,7 +26,7 @@ namespace grassaudit {
 
 // While alive, dropout inputs are rows [first, first + rows) of a global batch of global_rows:
 // every tensor reaching dropout has a leading dimension of rows * k (batch-major, e.g. [B, L, d]
-// or [B*H, L, L]) and its mask is drawn for global_rows * k.
+// or [B*H, L, L]) and its mask is that of the global_rows * k leading rows.
 class DropoutRowsScope {
  public:
   DropoutRowsScope(int64_t global_rows, int64_t first, int64_t rows);
@@ -31,8 +38,15 @@ class DropoutRowsScope {
   int64_t saved_[3];
 };
 
-// x: [rows * k, ...] -> same shape. at::dropout(x, p, train) outside a scope.
+// x: [rows * k, ...] -> same shape. Identity when !train or p == 0; zeros when p == 1.
 at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train);
+
+// The CPU mask rule written plainly (one element at a time, no threads, no autograd):
+// x: [n...] (float32/float64), element i has global index first_index + i -> x * keep / (1 - p).
+at::Tensor reference_row_dropout(const at::Tensor& x, double p, uint64_t seed, int64_t first_index);
+
+// The threshold an element's 32 hash bits are compared against (keep iff >=).
+uint64_t dropout_threshold(double p);
 
 class RowDropoutImpl : public torch::nn::Cloneable<RowDropoutImpl> {
  public:

@@ -1,11 +1,16 @@
-// Row-sharded dropout (core/row_dropout.h) against its reference, at::dropout on the whole
-// global batch: for every split of the batch into contiguous shards, each shard's output equals
-// the corresponding rows of the one-process output bit for bit, and the generator ends in the
-// same state (so the next step's masks agree too). Also dist::row_share's split.
+// Row-sharded dropout (core/row_dropout.h): the CPU kernel against its plain reference, shards of
+// a global batch against the one-process output bit for bit (and the generator left in the same
+// state, so the next step's masks agree too), independence from the thread count, the keep rate
+// and pair statistics of the masks, backward, and ATen's Bernoulli path for other dtypes. Also
+// dist::row_share's split.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <cmath>
 
 #include "core/distributed.h"
 #include "core/row_dropout.h"
@@ -15,12 +20,19 @@ namespace {
 
 at::Tensor generator_state() { return at::detail::getDefaultCPUGenerator().get_state(); }
 
+// The seed one dropout call draws after manual_seed(s): the first random64() of that state.
+uint64_t first_seed_after(uint64_t s) {
+  at::manual_seed(s);
+  auto gen = at::detail::getDefaultCPUGenerator();
+  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+}
+
 // One "step" of a global batch x: [G, ...] split into `world` shards, each shard drawing from the
 // same starting generator state (as every rank does).
 void expect_shards_match(const at::Tensor& x, double p, int world) {
   const int64_t G = x.size(0);
   at::manual_seed(42);
-  const at::Tensor want = at::dropout(x, p, /*train=*/true);
+  const at::Tensor want = row_sharded_dropout(x, p, /*train=*/true);
   const at::Tensor state_after = generator_state();
   for (int r = 0; r < world; ++r) {
     const dist::RowShare s = dist::row_share(G, r, world);
@@ -31,32 +43,117 @@ void expect_shards_match(const at::Tensor& x, double p, int world) {
       const DropoutRowsScope rows(G, s.begin, s.count);
       got = row_sharded_dropout(x.narrow(0, s.begin, s.count), p, /*train=*/true);
     }
-    EXPECT_TRUE(at::equal(got, want.narrow(0, s.begin, s.count))) << "world " << world << " rank " << r;
+    EXPECT_TRUE(at::equal(got, want.narrow(0, s.begin, s.count)))
+        << x.scalar_type() << " world " << world << " rank " << r;
     EXPECT_TRUE(at::equal(generator_state(), state_after)) << "world " << world << " rank " << r;
   }
 }
 
 TEST(RowDropout, ShardsEqualTheRowsOfOneProcessDropout) {
   at::manual_seed(1);
-  const at::Tensor lm = at::randn({6, 16, 8});       // [B, L, d]
-  const at::Tensor heads = at::randn({6 * 2, 5, 5});  // [B*H, L, L] (attention probabilities)
-  for (int world : {1, 2, 3, 4, 6})
-    for (double p : {0.1, 0.5}) {
-      expect_shards_match(lm, p, world);
-      expect_shards_match(heads, p, world);
-    }
+  for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {  // bfloat16: ATen's Bernoulli path
+    const at::Tensor lm = at::randn({6, 16, 8}).to(dtype);       // [B, L, d]
+    const at::Tensor heads = at::randn({6 * 2, 5, 5}).to(dtype);  // [B*H, L, L] (attention probabilities)
+    for (int world : {1, 2, 3, 4, 6})
+      for (double p : {0.1, 0.5}) {
+        expect_shards_match(lm, p, world);
+        expect_shards_match(heads, p, world);
+      }
+  }
 }
 
-TEST(RowDropout, OutsideAScopeItIsAtDropoutAndEvalIsIdentity) {
+TEST(RowDropout, KernelEqualsTheReferenceInBothDtypesAndAnyLayout) {
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    const at::Tensor x = at::randn({5, 7, 9}, at::TensorOptions().dtype(dtype));
+    const at::Tensor strided = x.transpose(1, 2);  // not contiguous: the mask follows the logical order
+    for (double p : {0.1, 0.37, 0.9}) {
+      for (const auto& in : {x, strided}) {
+        at::manual_seed(3);
+        const at::Tensor got = row_sharded_dropout(in, p, true);
+        const at::Tensor want = reference_row_dropout(in, p, first_seed_after(3), 0);
+        EXPECT_TRUE(at::equal(got, want)) << dtype << " p " << p;
+      }
+    }
+  }
+  // Inside a scope, rank rows [2, 4) of 6 start at global element 2 * (7 * 9).
+  const at::Tensor x = at::randn({2, 7, 9});
+  at::manual_seed(5);
+  at::Tensor got;
+  {
+    const DropoutRowsScope rows(6, 2, 2);
+    got = row_sharded_dropout(x, 0.2, true);
+  }
+  EXPECT_TRUE(at::equal(got, reference_row_dropout(x, 0.2, first_seed_after(5), 2 * 7 * 9)));
+}
+
+TEST(RowDropout, MasksDoNotDependOnTheThreadCount) {
+  const int threads = at::get_num_threads();
+  const at::Tensor x = at::randn({64, 128, 32});  // many parallel tasks
+  at::set_num_threads(1);
+  at::manual_seed(9);
+  const at::Tensor one = row_sharded_dropout(x, 0.1, true);
+  at::set_num_threads(std::max(2, threads));
+  at::manual_seed(9);
+  const at::Tensor many = row_sharded_dropout(x, 0.1, true);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one, many));
+}
+
+// 2^20 elements: the kept fraction and the fraction of adjacent both-kept pairs within 5 standard
+// errors of (1 - p) and (1 - p)^2, and the mean of dropout(ones) near 1 (the 1 / (1 - p) scale).
+TEST(RowDropout, KeepRateAndAdjacentPairsMatchIndependentBernoulli) {
+  const int64_t n = 1 << 20;
+  const at::Tensor ones = at::ones({n / 1024, 1024}, at::TensorOptions().dtype(at::kDouble));
+  for (double p : {0.1, 0.5}) {
+    at::manual_seed(11);
+    const at::Tensor y = row_sharded_dropout(ones, p, true).reshape({-1});
+    const at::Tensor kept = y.ne(0).to(at::kDouble);
+    const double q = 1 - p;
+    const double rate = kept.mean().item<double>();
+    EXPECT_NEAR(rate, q, 5 * std::sqrt(p * q / n)) << "p " << p;
+    const double pairs = (kept.narrow(0, 0, n - 1) * kept.narrow(0, 1, n - 1)).mean().item<double>();
+    EXPECT_NEAR(pairs, q * q, 5 * std::sqrt(q * q * (1 - q * q) / n) * 2) << "p " << p;  // x2: overlapping pairs
+    EXPECT_NEAR(y.mean().item<double>(), 1.0, 5 * std::sqrt(p / q / n)) << "p " << p;
+    EXPECT_TRUE(at::equal(y.masked_select(y.ne(0)), at::full({kept.sum().item<int64_t>()}, 1.0 / q, y.options())));
+  }
+}
+
+TEST(RowDropout, BackwardMultipliesByTheSavedMaskAndCreateGraphAgrees) {
+  at::manual_seed(2);
+  const at::Tensor x0 = at::rand({4, 6, 5}, at::TensorOptions().dtype(at::kDouble)) + 1;  // no zeros
+  for (bool create_graph : {false, true}) {
+    // With create_graph the gradient must be differentiable in the incoming gradient g.
+    const at::Tensor g = at::randn_like(x0).requires_grad_(create_graph);
+    const at::Tensor x = x0.clone().requires_grad_(true);
+    at::manual_seed(21);
+    const at::Tensor y = row_sharded_dropout(x, 0.3, true);
+    const auto grads = torch::autograd::grad({y}, {x}, {g}, /*retain_graph=*/true, create_graph);
+    const at::Tensor want = g.detach() * y.detach().ne(0).to(at::kDouble) * (1.0 / 0.7);
+    EXPECT_TRUE(at::allclose(grads[0], want, 1e-15, 0)) << "create_graph " << create_graph;
+    if (create_graph) EXPECT_TRUE(grads[0].requires_grad());
+  }
+}
+
+TEST(RowDropout, CallsDrawNewMasksAndASeedRepeatsThem) {
+  const at::Tensor x = at::ones({8, 64});
+  at::manual_seed(4);
+  const at::Tensor a = row_sharded_dropout(x, 0.5, true);
+  const at::Tensor b = row_sharded_dropout(x, 0.5, true);
+  at::manual_seed(4);
+  const at::Tensor a2 = row_sharded_dropout(x, 0.5, true);
+  EXPECT_FALSE(at::equal(a, b));
+  EXPECT_TRUE(at::equal(a, a2));
+}
+
+TEST(RowDropout, EvalAndZeroRateAreIdentityOneDropsAllAndBadRowsThrow) {
   const at::Tensor x = at::randn({4, 3});
-  at::manual_seed(7);
-  const at::Tensor a = at::dropout(x, 0.3, true);
-  at::manual_seed(7);
-  const at::Tensor b = row_sharded_dropout(x, 0.3, true);
-  EXPECT_TRUE(at::equal(a, b));
-  const DropoutRowsScope rows(8, 4, 4);
   EXPECT_TRUE(at::equal(row_sharded_dropout(x, 0.3, /*train=*/false), x));
   EXPECT_TRUE(at::equal(row_sharded_dropout(x, 0.0, true), x));
+  EXPECT_TRUE(at::equal(row_sharded_dropout(x, 1.0, true), at::zeros_like(x)));
+  EXPECT_THROW(dropout_threshold(1.5), std::invalid_argument);
+  EXPECT_EQ(dropout_threshold(0.5), uint64_t{1} << 31);
+  const DropoutRowsScope rows(8, 4, 4);
+  EXPECT_TRUE(at::equal(row_sharded_dropout(x, 0.3, /*train=*/false), x));
   EXPECT_THROW(row_sharded_dropout(at::randn({3, 2}), 0.3, true), std::logic_error);  // 3 is not a multiple of 4
 }
 
