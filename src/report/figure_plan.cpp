@@ -86,7 +86,7 @@ void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
       const std::string file = "ppl-" + stems.at(g.first().name) + (g.pooled() ? "-seeds" : "") +
                                (quarantined ? "-quarantined" : "") + ".dat";
       plan.data_files.emplace_back(file, data);
-      std::string title = g.label;
+      std::string title = g.pooled() ? g.short_label : g.label;
       if (g.pooled()) title += ": mean ± std over " + seeds_phrase(g.runs.size());
       if (quarantined) title += " QUARANTINED (leaky)";
       if (unaudited && !quarantined) title += " (not audited)";
@@ -139,11 +139,12 @@ void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
   const double x_max = std::ceil(max_epoch) + 1;
   body += fmt::format("set xrange [0:{:.0f}]\n", x_max);
   if (x_max <= 10) body += "set xtics 1\n";  // whole epochs; gnuplot would tick every 0.5
-  body += "set logscale y\nset grid\nset key outside right top\n";
+  // The legend below the plot: run names are long, and beside it they squeezed the axes.
+  body += "set logscale y\nset grid\nset key below left Left reverse\n";
   body += "plot ";
   for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
   body += "\n";
-  plan.script += both_terminals("ppl", body, 1000, 540);
+  plan.script += both_terminals("ppl", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
 
   std::string caption = "From each run's metrics.jsonl (validation evaluations).";
   if (any_pooled) {
@@ -201,11 +202,11 @@ void plan_train_loss(const std::vector<RunRecord>& runs,
   body += "set title 'Training loss per step (dashed: LEAKY, the model sees future tokens)'\n";
   body += "set xlabel 'epoch (fractional, as logged with each step)'\n";
   body += "set ylabel 'training cross-entropy (nats per token)'\n";
-  body += "set yrange [0:*]\nset grid\nset key top right\n";
+  body += "set yrange [0:*]\nset grid\nset key below left Left reverse\n";
   body += "plot ";
   for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
   body += "\n";
-  plan.script += both_terminals("train-loss", body, 1000, 540);
+  plan.script += both_terminals("train-loss", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
   std::string caption =
       "From each language-model run's metrics.jsonl (\"train\" records): the cross-entropy, in "
       "nats per token, of the one training batch at each logged step (training mode, dropout on, "

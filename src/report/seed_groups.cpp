@@ -20,6 +20,15 @@ bool distinct_seeds(const std::vector<const RunRecord*>& members) {
   return true;
 }
 
+// "name-seed12" -> "name"; any other name unchanged.
+std::string without_seed_suffix(const std::string& name) {
+  const size_t at = name.rfind("-seed");
+  if (at == std::string::npos || at + 5 == name.size()) return name;
+  for (size_t i = at + 5; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, at);
+}
+
 SeedGroup make_group(std::vector<const RunRecord*> members) {
   std::sort(members.begin(), members.end(),
             [](const RunRecord* a, const RunRecord* b) { return a->name < b->name; });
@@ -47,6 +56,9 @@ SeedGroup make_group(std::vector<const RunRecord*> members) {
   }
   g.valid = mean_std(valid);
   g.test = mean_std(test);
+  std::set<std::string> stems;
+  for (const auto* r : g.runs) stems.insert(without_seed_suffix(r->name));
+  g.short_label = stems.size() == 1 ? *stems.begin() : g.label;
   if (!horizon_missing && horizons.size() == 1) g.leak_horizon = *horizons.begin();
   return g;
 }

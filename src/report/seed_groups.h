@@ -15,6 +15,9 @@ struct SeedGroup {
   std::vector<const RunRecord*> runs;  // sorted by run name; never empty
   Standing standing = Standing::kUnaudited;
   std::string label;                   // "a" or "a, b, c"
+  // For a legend: the members' common name when each is <name>-seed<N> ("a-seed1, a-seed2" -> "a"),
+  // else `label`.
+  std::string short_label;
   std::vector<long long> seeds;        // the members' seeds, in member order (may be empty)
   // Best validation and test perplexity over the members: plain values for causal groups,
   // the quarantined values for leaky ones, nothing for unaudited ones.

@@ -79,6 +79,32 @@ TEST(ReportSeedGroups, PoolsRunsThatDifferOnlyBySeed) {
   EXPECT_NEAR(curve[1].ppl.mean, 282.0, 1e-12);
 }
 
+// The legend name of a pooled group: the members' common name without "-seed<N>".
+TEST(ReportSeedGroups, ShortLabelDropsTheSeedSuffixOnlyWhenItIsShared) {
+  auto run = [](const std::string& name, long long seed) {
+    RunRecord r;
+    r.name = name;
+    r.task = "lm";
+    r.family = Family::kGrassmann;
+    r.pairing = Pairing::kPast;
+    r.seed = seed;
+    r.config_key = "k";
+    r.audit.verdict = "causal";
+    r.best_valid_ppl = 300.0;
+    return r;
+  };
+  auto g = seed_groups({run("cpu-small-past-seed1", 1), run("cpu-small-past-seed2", 2)});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].short_label, "cpu-small-past");
+  g = seed_groups({run("x-seed1", 1), run("y-seed2", 2)});  // different stems: the full label
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].short_label, "x-seed1, y-seed2");
+  g = seed_groups({run("x-seedling", 1), run("x-seed", 2)});  // not a seed suffix
+  EXPECT_EQ(g[0].short_label, g[0].label);
+  // The fixtures' names carry no suffix: the legend keeps the member list.
+  EXPECT_EQ(seed_groups(load_runs(seeds_runs().string()))[0].short_label, "attn-s1, attn-s2, attn-s3");
+}
+
 // Copies of one run: what keeps them apart.
 TEST(ReportSeedGroups, OnlyDistinctSeedsOfOneSettingArePooled) {
   auto run = [](const std::string& name, std::optional<long long> seed, const std::string& key,
