@@ -89,7 +89,7 @@ struct HashedDropout : public torch::autograd::Function<HashedDropout> {
                                static_cast<uint64_t>(seed), static_cast<uint64_t>(first_index), threshold,
                                static_cast<scalar_t>(scale));
     });
-    ctx->saved_data["mask"] = mask;
+    ctx->save_for_backward({mask});  // released by backward (saved_data would live as long as the graph)
     ctx->saved_data["scale"] = scale;
     return out;
   }
@@ -97,7 +97,7 @@ struct HashedDropout : public torch::autograd::Function<HashedDropout> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     RECORD_FUNCTION("grassaudit::hashed_dropout_backward", std::vector<c10::IValue>());
-    const auto mask = ctx->saved_data["mask"].toTensor();
+    const auto mask = ctx->get_saved_variables()[0];
     const double scale = ctx->saved_data["scale"].toDouble();
     const auto g = grads[0].contiguous();
     at::Tensor grad_in;
@@ -145,8 +145,8 @@ DropoutRowsScope::~DropoutRowsScope() {
 }
 
 at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
-  if (p == 0 || !train || x.numel() == 0) return x;
-  if (p == 1) return x * at::zeros({}, x.options());
+  dropout_threshold(p);  // p outside [0, 1] throws, in eval too
+  if (x.dim() == 0) return at::dropout(x, p, train);  // no rows to shard
   int64_t global = g_rows[0], first = g_rows[1], rows = g_rows[2];
   if (global == 0) {  // one process: the whole batch
     global = rows = x.size(0);
@@ -156,6 +156,8 @@ at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
     throw std::logic_error(fmt::format("row-sharded dropout: leading dimension {} is not a multiple of the {} rows "
                                        "of this rank",
                                        x.size(0), rows));
+  if (p == 0 || !train || x.numel() == 0) return x;
+  if (p == 1) return x * at::zeros({}, x.options());
   const int64_t k = x.size(0) / rows;
   if (!hashed_kernel_applies(x)) {
     if (first == 0 && rows == global) return at::dropout(x, p, train);

@@ -38,12 +38,20 @@ class DropoutRowsScope {
   int64_t saved_[3];
 };
 
-// x: [rows * k, ...] -> same shape. Identity when !train or p == 0; zeros when p == 1.
+// x: [rows * k, ...] -> same shape. Identity when !train or p == 0; zeros when p == 1; p outside
+// [0, 1] throws std::invalid_argument. Draws its seed in call order: call it from one thread (the
+// models do; the kernel itself is parallel), or the masks would depend on thread timing.
 at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train);
 
 // The CPU mask rule written plainly (one element at a time, no threads, no autograd):
 // x: [n...] (float32/float64), element i has global index first_index + i -> x * keep / (1 - p).
 at::Tensor reference_row_dropout(const at::Tensor& x, double p, uint64_t seed, int64_t first_index);
+
+// Names the mask rule above, for provenance (summary.json) and checkpoints: a run resumed under a
+// different rule continues with other masks (not bit-reproducible across the switch).
+inline constexpr const char* kDropoutMaskRule = "splitmix64-counter-v1";
+// What checkpoints written before the rule was recorded used (ATen's Bernoulli noise everywhere).
+inline constexpr const char* kDropoutMaskRuleBefore = "aten-bernoulli";
 
 // The threshold an element's 32 hash bits are compared against (keep iff >=).
 uint64_t dropout_threshold(double p);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "util/build_info.h"
 #include "util/command_line.h"
@@ -24,6 +25,7 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
                         {"world_size", in.world_size},
                         {"device", in.device},
                         {"precision", in.precision},
+                        {"dropout_masks", kDropoutMaskRule},
                         {"command_line", command_line()},
                         {"data_sha256", data}};
 }

@@ -113,6 +113,11 @@ ResolvedRun resolve_run(const TrainRequest& req) {
   r.preset = meta.value("preset", std::string());
   if (req.max_tokens_override >= 0) r.train.max_tokens = req.max_tokens_override;
   if (!req.loss_impl_override.empty()) r.train.loss_impl = req.loss_impl_override;
+  const std::string rule = meta.value("dropout_masks", std::string(kDropoutMaskRuleBefore));
+  if (rule != kDropoutMaskRule && r.model.dropout > 0)
+    std::cerr << fmt::format("note: {} was trained with dropout masks '{}'; this build draws '{}', so the resumed "
+                             "run is not bit-reproducible across the switch\n",
+                             req.resume, rule, kDropoutMaskRule);
   return r;
 }
 
@@ -313,7 +318,10 @@ class LmTask : public TrainingTask {
  private:
   json meta() {
     run_.state.loop.elapsed = clock_.elapsed();
-    return json{{"train", to_json(cfg_)}, {"state", run_.state.to_json()}, {"preset", run_.preset}};
+    return json{{"train", to_json(cfg_)},
+                {"state", run_.state.to_json()},
+                {"preset", run_.preset},
+                {"dropout_masks", kDropoutMaskRule}};
   }
   ResolvedRun& run_;
   const TrainConfig& cfg_;

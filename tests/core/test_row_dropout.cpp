@@ -86,13 +86,42 @@ TEST(RowDropout, KernelEqualsTheReferenceInBothDtypesAndAnyLayout) {
   EXPECT_TRUE(at::equal(got, reference_row_dropout(x, 0.2, first_seed_after(5), 2 * 7 * 9)));
 }
 
+// The parallel kernel (several tasks of kGrain elements, an odd element offset, odd rows) against
+// the one-element-at-a-time reference.
+TEST(RowDropout, ParallelTasksAndOddOffsetsEqualTheReference) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(3);
+  ASSERT_EQ(at::get_num_threads(), 3);
+  const at::Tensor x = at::randn({7, 5, 999});  // 34,965 elements, 4,995 per row
+  at::manual_seed(13);
+  at::Tensor got;
+  {
+    const DropoutRowsScope rows(9, 1, 7);  // rows 1..7 of 9: the first element is global 4,995 (odd)
+    got = row_sharded_dropout(x, 0.25, true);
+  }
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(got, reference_row_dropout(x, 0.25, first_seed_after(13), 4995)));
+}
+
+// Pinned masks, computed independently (Python, splitmix64 as published): a changed constant,
+// half or threshold would change the committed runs' masks and break resuming their checkpoints.
+TEST(RowDropout, TheMaskRuleIsPinned) {
+  const auto ones = at::ones({16}, at::TensorOptions().dtype(at::kDouble));
+  const at::Tensor half = reference_row_dropout(ones, 0.5, 12345, 0).ne(0).to(at::kLong);
+  EXPECT_TRUE(at::equal(half, at::tensor({1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0}, at::kLong)));
+  const at::Tensor tenth = reference_row_dropout(ones, 0.1, 987654321, 5).ne(0).to(at::kLong);
+  EXPECT_TRUE(at::equal(tenth, at::tensor({1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1}, at::kLong)));
+}
+
 TEST(RowDropout, MasksDoNotDependOnTheThreadCount) {
   const int threads = at::get_num_threads();
   const at::Tensor x = at::randn({64, 128, 32});  // many parallel tasks
   at::set_num_threads(1);
+  ASSERT_EQ(at::get_num_threads(), 1);
   at::manual_seed(9);
   const at::Tensor one = row_sharded_dropout(x, 0.1, true);
   at::set_num_threads(std::max(2, threads));
+  ASSERT_EQ(at::get_num_threads(), std::max(2, threads));
   at::manual_seed(9);
   const at::Tensor many = row_sharded_dropout(x, 0.1, true);
   at::set_num_threads(threads);
@@ -151,6 +180,9 @@ TEST(RowDropout, EvalAndZeroRateAreIdentityOneDropsAllAndBadRowsThrow) {
   EXPECT_TRUE(at::equal(row_sharded_dropout(x, 0.0, true), x));
   EXPECT_TRUE(at::equal(row_sharded_dropout(x, 1.0, true), at::zeros_like(x)));
   EXPECT_THROW(dropout_threshold(1.5), std::invalid_argument);
+  EXPECT_THROW(row_sharded_dropout(x, -0.1, /*train=*/false), std::invalid_argument);  // checked in eval too
+  const at::Tensor scalar = at::ones({});
+  EXPECT_TRUE(at::equal(row_sharded_dropout(scalar, 0.3, false), scalar));  // 0-dim: no rows, ATen's rule
   EXPECT_EQ(dropout_threshold(0.5), uint64_t{1} << 31);
   const DropoutRowsScope rows(8, 4, 4);
   EXPECT_TRUE(at::equal(row_sharded_dropout(x, 0.3, /*train=*/false), x));

@@ -75,6 +75,7 @@ TEST(TrainProvenance, SummaryNamesCodeDataAndCommand) {
   EXPECT_EQ(p["threads"], 1);
   EXPECT_EQ(p["world_size"], 1);
   EXPECT_EQ(p["device"], "cpu");
+  EXPECT_EQ(p["dropout_masks"], "splitmix64-counter-v1");
   const std::string cmd = p["command_line"];
   EXPECT_NE(cmd.find("train --mixer attention --preset tiny --max-tokens 128"), std::string::npos) << cmd;
   // The published files, by their SHA256SUMS next to them.
@@ -99,6 +100,7 @@ TEST(TrainLossImpl, AResumedRunMayChangeTheLossPath) {
   auto b = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--max-tokens", "256",
                            "--loss-impl", "materialized", "--threads", "1"});
   ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(b.err.find("not bit-reproducible"), std::string::npos) << b.err;  // same dropout mask rule
   EXPECT_EQ(read_json(out + "/config.json")["train"]["loss_impl"], "materialized");
   EXPECT_EQ(read_json(out + "/summary.json")["tokens_seen"], 256);
   auto c = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--loss-impl", "bogus"});
