@@ -38,6 +38,9 @@ std::vector<std::string> run_differences(const Published& pub, const RunRecord& 
                                std::to_string(*run.seq_len)
                          : "the paper has no row at L " + std::to_string(*run.seq_len));
   }
+  if (!run.norm.empty() && !pub.norm.empty() && run.norm != pub.norm) {
+    c.push_back(run.norm + "-norm vs the paper's " + pub.norm + "-norm");
+  }
   if (run.d_model && pub.d_model && *run.d_model != *pub.d_model) {
     c.push_back("d_model " + std::to_string(*run.d_model) + " vs the paper's " +
                 std::to_string(*pub.d_model));

@@ -5,19 +5,22 @@
 #include "report/format.h"
 #include "report/labels.h"
 #include "report/limitations.h"
+#include "report/seed_groups.h"
 
 namespace grassaudit {
 namespace {
 
-// Our best causal run with the same tokenizer, L and depth, and the given mixer / pairing.
-const RunRecord* causal_peer(const std::vector<RunRecord>& runs, const RunRecord& ref,
-                             Pairing pairing) {
-  const RunRecord* best = nullptr;
-  for (const auto& r : runs) {
-    if (r.task != "lm" || standing_of(r) != Standing::kValid || r.pairing != pairing) continue;
-    if (r.tokenizer != ref.tokenizer || r.seq_len != ref.seq_len || r.layers != ref.layers) continue;
-    if (!r.best_valid_ppl) continue;
-    if (!best || *r.best_valid_ppl < *best->best_valid_ppl) best = &r;
+// Our causal seed group with the same tokenizer, L, depth, width and normalisation as `ref`, and
+// the given pairing (the best one if several settings match): its mean over seeds is the number.
+const SeedGroup* causal_peer(const std::vector<SeedGroup>& groups, const RunRecord& ref, Pairing pairing) {
+  const SeedGroup* best = nullptr;
+  for (const auto& g : groups) {
+    const RunRecord& r = g.first();
+    if (g.standing != Standing::kValid || r.pairing != pairing || !g.valid.n) continue;
+    if (r.tokenizer != ref.tokenizer || r.seq_len != ref.seq_len || r.layers != ref.layers ||
+        r.d_model != ref.d_model || r.norm != ref.norm)
+      continue;
+    if (!best || g.valid.mean < best->valid.mean) best = &g;
   }
   return best;
 }
@@ -82,13 +85,14 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
             std::to_string(paper->layers) + " layers against this run's " + or_dash(run.layers) + ")";
     md += ".\n";
   }
-  const RunRecord* past = causal_peer(runs, run, Pairing::kPast);
-  const RunRecord* attn = causal_peer(runs, run, Pairing::kCausalMask);
+  const std::vector<SeedGroup> groups = seed_groups(runs);
+  const SeedGroup* past = causal_peer(groups, run, Pairing::kPast);
+  const SeedGroup* attn = causal_peer(groups, run, Pairing::kCausalMask);
   if (past || attn) {
-    md += "- Our causal runs at the same tokenizer, L and depth:";
-    if (past) md += " past pairing " + fmt_ppl(*past->best_valid_ppl) + " (`" + past->name + "`)";
+    md += "- Our causal runs at the same tokenizer, L, depth, width and normalisation:";
+    if (past) md += " past pairing " + group_valid_cell(*past) + " (`" + past->label + "`)";
     if (past && attn) md += ",";
-    if (attn) md += " attention " + fmt_ppl(*attn->best_valid_ppl) + " (`" + attn->name + "`)";
+    if (attn) md += " attention " + group_valid_cell(*attn) + " (`" + attn->label + "`)";
     md += ".\n";
   }
   md += "- " + budget_sentence(pub, run) + "\n";
@@ -143,16 +147,17 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
           "higher (an expectation, not a measurement).",
           paper->layers, or_dash(run.layers));
     }
-    if (past && past->best_valid_ppl) {
-      const double vs_past = *q / *past->best_valid_ppl;
+    if (past) {
+      const double vs_past = *q / past->valid.mean;
+      const std::string cell = group_valid_cell(*past);
       conclusion += vs_past < kFarBelowFraction
                         ? fmt::format(" Against our causal past-pairing run ({}), the leak is "
                                       "exploited: {:.1f}% of its perplexity.",
-                                      fmt_ppl(*past->best_valid_ppl), vs_past * 100.0)
+                                      cell, vs_past * 100.0)
                         : fmt::format(" Against our causal past-pairing run ({}), the leak is not "
                                       "visibly exploited at this budget ({:.1f}% of its "
                                       "perplexity).",
-                                      fmt_ppl(*past->best_valid_ppl), vs_past * 100.0);
+                                      cell, vs_past * 100.0);
     }
   }
   f.markdown = md + "\n**Conclusion:** " + conclusion + "\n";

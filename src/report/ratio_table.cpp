@@ -154,9 +154,10 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
   }
 }
 
-// Our causal LM seed groups, paired by (tokenizer, dataset, L, layers): attention against
-// past-pairing Grassmann.
-using PairKey = std::tuple<std::string, std::string, long long, long long>;
+// Our causal LM seed groups, paired by (tokenizer, dataset, L, layers, d_model, norm): attention
+// against past-pairing Grassmann. The normalisation is part of the key: a pre-norm model against a
+// post-norm one would measure the placement, not the mixer.
+using PairKey = std::tuple<std::string, std::string, long long, long long, long long, std::string>;
 
 const SeedGroup* best_of(const std::vector<const SeedGroup*>& groups) {
   const SeedGroup* best = nullptr;
@@ -194,7 +195,7 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
   for (const auto& g : groups) {
     if (g.standing != Standing::kValid) continue;
     const RunRecord& r = g.first();
-    PairKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1)};
+    PairKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1), r.d_model.value_or(-1), r.norm};
     if (r.family == Family::kAttention) {
       pairs[key].first.push_back(&g);
     } else if (r.pairing == Pairing::kPast) {
@@ -216,6 +217,7 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     row.setting = tokenizer_label(a) + " (" + text_label(a) + "), L " + or_dash(a.seq_len) + ", " +
                   or_dash(a.layers) + " layers";
     if (a.d_model) row.setting += ", d_model " + std::to_string(*a.d_model);
+    if (a.norm == "pre") row.setting += ", pre-norm";
     row.transformer_ppl = t ? group_valid_cell(*t) : "-";
     row.grassmann_ppl = g ? group_valid_cell(*g) : "-";
     row.limits = limits_text(t, g);

@@ -10,6 +10,7 @@
 
 #include "report/figure_plan.h"
 #include "report/published.h"
+#include "report/ratio_table.h"
 #include "report/report.h"
 #include "report/runs.h"
 #include "report/seed_groups.h"
@@ -103,6 +104,41 @@ TEST(ReportSeedGroups, ShortLabelDropsTheSeedSuffixOnlyWhenItIsShared) {
   EXPECT_EQ(g[0].short_label, g[0].label);
   // The fixtures' names carry no suffix: the legend keeps the member list.
   EXPECT_EQ(seed_groups(load_runs(seeds_runs().string()))[0].short_label, "attn-s1, attn-s2, attn-s3");
+}
+
+// Our ratio rows pair attention with past pairing at one normalisation: a pre-norm model against a
+// post-norm one would measure the placement, not the mixer.
+TEST(ReportSeedGroups, OurRatiosPairRunsOfOneNormalisation) {
+  auto run = [](const std::string& name, bool attention, const std::string& norm, double ppl) {
+    RunRecord r;
+    r.name = name;
+    r.task = "lm";
+    r.family = attention ? Family::kAttention : Family::kGrassmann;
+    r.pairing = attention ? Pairing::kCausalMask : Pairing::kPast;
+    r.tokenizer = "wordpiece";
+    r.seq_len = 128;
+    r.layers = 4;
+    r.d_model = 128;
+    r.norm = norm;
+    r.seed = 1;
+    r.config_key = name;
+    r.audit.verdict = "causal";
+    r.best_valid_ppl = ppl;
+    return r;
+  };
+  const auto rows = ratio_rows(pub(), {run("a-post", true, "post", 270.0), run("g-post", false, "post", 280.0),
+                                       run("a-pre", true, "pre", 300.0), run("g-pre", false, "pre", 264.0)});
+  std::vector<const RatioRow*> ours;
+  for (const auto& r : rows)
+    if (r.origin == RowOrigin::kOurs) ours.push_back(&r);
+  ASSERT_EQ(ours.size(), 2u);
+  for (const RatioRow* r : ours) {
+    ASSERT_TRUE(r->ratio_value.has_value());
+    const bool pre = r->setting.find("pre-norm") != std::string::npos;
+    EXPECT_NEAR(*r->ratio_value, pre ? 264.0 / 300.0 : 280.0 / 270.0, 1e-12) << r->source;
+    EXPECT_EQ(r->caveats.find("best of"), std::string::npos) << r->caveats;
+    EXPECT_EQ(r->caveats.find("pre-norm vs the paper's post-norm") != std::string::npos, pre) << r->caveats;
+  }
 }
 
 // Copies of one run: what keeps them apart.
