@@ -58,6 +58,21 @@ class SeedReport : public ::testing::Test {
 ScratchDir* SeedReport::dir_ = nullptr;
 std::string* SeedReport::readme_ = nullptr;
 
+// A causal past-pairing LM run with a seed and a validation perplexity; tests adjust the rest.
+RunRecord past_run(const std::string& name, std::optional<long long> seed, const std::string& key = "k",
+                   const std::string& verdict = "causal", double ppl = 300.0) {
+  RunRecord r;
+  r.name = name;
+  r.task = "lm";
+  r.family = Family::kGrassmann;
+  r.pairing = Pairing::kPast;
+  r.seed = seed;
+  r.config_key = key;
+  r.audit.verdict = verdict;
+  r.best_valid_ppl = ppl;
+  return r;
+}
+
 TEST(ReportSeedGroups, PoolsRunsThatDifferOnlyBySeed) {
   const auto runs = load_runs(seeds_runs().string());
   const auto groups = seed_groups(runs);
@@ -82,18 +97,7 @@ TEST(ReportSeedGroups, PoolsRunsThatDifferOnlyBySeed) {
 
 // The legend name of a pooled group: the members' common name without "-seed<N>".
 TEST(ReportSeedGroups, ShortLabelDropsTheSeedSuffixOnlyWhenItIsShared) {
-  auto run = [](const std::string& name, long long seed) {
-    RunRecord r;
-    r.name = name;
-    r.task = "lm";
-    r.family = Family::kGrassmann;
-    r.pairing = Pairing::kPast;
-    r.seed = seed;
-    r.config_key = "k";
-    r.audit.verdict = "causal";
-    r.best_valid_ppl = 300.0;
-    return r;
-  };
+  auto run = [](const std::string& name, long long seed) { return past_run(name, seed); };
   auto g = seed_groups({run("cpu-small-past-seed1", 1), run("cpu-small-past-seed2", 2)});
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].short_label, "cpu-small-past");
@@ -110,20 +114,16 @@ TEST(ReportSeedGroups, ShortLabelDropsTheSeedSuffixOnlyWhenItIsShared) {
 // post-norm one would measure the placement, not the mixer.
 TEST(ReportSeedGroups, OurRatiosPairRunsOfOneNormalisation) {
   auto run = [](const std::string& name, bool attention, const std::string& norm, double ppl) {
-    RunRecord r;
-    r.name = name;
-    r.task = "lm";
-    r.family = attention ? Family::kAttention : Family::kGrassmann;
-    r.pairing = attention ? Pairing::kCausalMask : Pairing::kPast;
+    RunRecord r = past_run(name, 1, name, "causal", ppl);
+    if (attention) {
+      r.family = Family::kAttention;
+      r.pairing = Pairing::kCausalMask;
+    }
     r.tokenizer = "wordpiece";
     r.seq_len = 128;
     r.layers = 4;
     r.d_model = 128;
     r.norm = norm;
-    r.seed = 1;
-    r.config_key = name;
-    r.audit.verdict = "causal";
-    r.best_valid_ppl = ppl;
     return r;
   };
   const auto rows = ratio_rows(pub(), {run("a-post", true, "post", 270.0), run("g-post", false, "post", 280.0),
@@ -144,18 +144,7 @@ TEST(ReportSeedGroups, OurRatiosPairRunsOfOneNormalisation) {
 // Copies of one run: what keeps them apart.
 TEST(ReportSeedGroups, OnlyDistinctSeedsOfOneSettingArePooled) {
   auto run = [](const std::string& name, std::optional<long long> seed, const std::string& key,
-                const std::string& verdict) {
-    RunRecord r;
-    r.name = name;
-    r.task = "lm";
-    r.family = Family::kGrassmann;
-    r.pairing = Pairing::kPast;
-    r.seed = seed;
-    r.config_key = key;
-    r.audit.verdict = verdict;
-    r.best_valid_ppl = 300.0;
-    return r;
-  };
+                const std::string& verdict) { return past_run(name, seed, key, verdict); };
   // Same seed twice: a duplicate, not a second seed.
   EXPECT_EQ(seed_groups({run("a", 1, "k", "causal"), run("b", 1, "k", "causal")}).size(), 2u);
   // No seed recorded: cannot tell.
