@@ -28,6 +28,49 @@ long long req_int(const json& p, const char* key, const std::string& where) {
   return *v;
 }
 
+std::string checked_commit(const json& p, const std::string& where) {
+  std::string c = req(p, "git_commit", where);
+  if (c != "unknown" && !all_hex(c, 40)) {
+    throw InputError(where + ": 'git_commit' must be 40 hex digits or \"unknown\", got \"" + c + "\"");
+  }
+  return c;
+}
+
+bool req_bool(const json& p, const char* key, const std::string& where) {
+  auto v = opt_bool(p, key, where);
+  if (!v) throw InputError(where + ": missing '" + key + "'");
+  return *v;
+}
+
+std::vector<TrainingSession> read_sessions(const json& p, const std::string& where) {
+  std::vector<TrainingSession> out;
+  auto it = p.find("sessions");
+  if (it == p.end() || it->is_null()) return out;
+  if (!it->is_array()) throw InputError(where + ": 'sessions' must be an array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string w = where + ": sessions[" + std::to_string(i) + "]";
+    const json& e = (*it)[i];
+    require_object(e, w);
+    TrainingSession s;
+    s.first_step = req_int(e, "first_step", w);
+    s.last_step = req_int(e, "last_step", w);
+    if (s.first_step < 0 || s.last_step < s.first_step) {
+      throw InputError(w + ": steps must satisfy 0 <= first_step <= last_step");
+    }
+    s.recorded = opt_bool(e, "recorded", w).value_or(true);
+    if (s.recorded) {
+      s.git_commit = checked_commit(e, w);
+      s.git_dirty = req_bool(e, "git_dirty", w);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string short_commit(const std::string& c) {
+  return c == "unknown" ? std::string("commit unknown") : "`" + c.substr(0, 12) + "`";
+}
+
 }  // namespace
 
 std::optional<RunProvenance> read_provenance(const json& summary, const std::string& path) {
@@ -37,14 +80,8 @@ std::optional<RunProvenance> read_provenance(const json& summary, const std::str
   require_object(*it, where);
   const json& p = *it;
   RunProvenance r;
-  r.git_commit = req(p, "git_commit", where);
-  if (r.git_commit != "unknown" && !all_hex(r.git_commit, 40)) {
-    throw InputError(where + ": 'git_commit' must be 40 hex digits or \"unknown\", got \"" +
-                     r.git_commit + "\"");
-  }
-  const auto dirty = opt_bool(p, "git_dirty", where);
-  if (!dirty) throw InputError(where + ": missing 'git_dirty'");
-  r.git_dirty = *dirty;
+  r.git_commit = checked_commit(p, where);
+  r.git_dirty = req_bool(p, "git_dirty", where);
   r.grassaudit_version = req(p, "grassaudit_version", where);
   r.libtorch_version = req(p, "libtorch_version", where);
   r.blas = req(p, "blas", where);
@@ -63,6 +100,7 @@ std::optional<RunProvenance> read_provenance(const json& summary, const std::str
     }
     r.data_sha256[d.key()] = d.value().get<std::string>();
   }
+  r.sessions = read_sessions(p, where);
   return r;
 }
 
@@ -77,10 +115,17 @@ AuditFileInfo read_audit_file_info(const json& audit, const std::string& where) 
 
 std::string code_cell(const std::optional<RunProvenance>& p) {
   if (!p) return "older code (no provenance)";
-  std::string out = p->git_commit == "unknown" ? std::string("commit unknown")
-                                               : "`" + p->git_commit.substr(0, 12) + "`";
+  std::string out = short_commit(p->git_commit);
   if (p->git_dirty) out += " (dirty)";
-  return out + ", " + p->grassaudit_version;
+  out += ", " + p->grassaudit_version;
+  if (p->sessions.size() < 2) return out;
+  out += "; " + std::to_string(p->sessions.size()) + " sessions:";
+  for (size_t i = 0; i < p->sessions.size(); ++i) {
+    const TrainingSession& s = p->sessions[i];
+    out += std::string(i ? "," : "") + " steps " + std::to_string(s.first_step) + "-" + std::to_string(s.last_step) + " ";
+    out += s.recorded ? short_commit(s.git_commit) + (s.git_dirty ? " (dirty)" : "") : std::string("code not recorded");
+  }
+  return out;
 }
 
 std::string data_cell(const RunProvenance& p) {

@@ -6,10 +6,21 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace grassaudit {
+
+// One training session (provenance "sessions", src/train/provenance.h): steps [first, last) and
+// the code that trained them; recorded = false for steps a checkpoint from older code trained.
+struct TrainingSession {
+  long long first_step = 0;
+  long long last_step = 0;
+  bool recorded = true;
+  std::string git_commit;  // 40 hex digits or "unknown"; empty when not recorded
+  bool git_dirty = false;
+};
 
 struct RunProvenance {
   std::string git_commit;  // 40 hex digits, or "unknown"
@@ -23,6 +34,7 @@ struct RunProvenance {
   std::string device;
   std::string command_line;
   std::map<std::string, std::string> data_sha256;  // path -> 64 hex digits
+  std::vector<TrainingSession> sessions;            // empty when the writer records none
 };
 
 // Which gate wrote audit.json.
@@ -39,7 +51,8 @@ std::optional<RunProvenance> read_provenance(const nlohmann::json& summary, cons
 
 AuditFileInfo read_audit_file_info(const nlohmann::json& audit, const std::string& where);
 
-// Cells for the tables.
+// Cells for the tables. A run trained in more than one session (resumed) lists them:
+// "`0123456789ab`, 0.3.0; 2 sessions: steps 0-509 `0123456789ab`, 509-1662 `0123456789ab`".
 std::string code_cell(const std::optional<RunProvenance>& p);  // "`0123456789ab` (dirty), 0.3.0"
 std::string data_cell(const RunProvenance& p);                 // "a `0123456789ab`; b `...`"
 std::string threads_cell(const std::optional<RunProvenance>& p,

@@ -212,6 +212,9 @@ void read_reproductions(Published& pub, const std::string& path) {
     row.best_epoch_transformer = opt_integer(s, "best_epoch_transformer", where);
     row.best_epoch_grassmann = opt_integer(s, "best_epoch_grassmann", where);
     row.offset_mode = opt_string(s, "offset_mode", where).value_or("");
+    if (!row.offset_mode.empty() && row.offset_mode != "per-layer" && row.offset_mode != "all") {
+      throw InputError(where + ": 'offset_mode' must be \"per-layer\", \"all\" or null");
+    }
     row.text = opt_string(s, "text", where).value_or("");
     row.norm = opt_string(s, "norm", where).value_or("");
     if (!row.norm.empty() && row.norm != "pre" && row.norm != "post") {

@@ -47,6 +47,7 @@ WikiRow repro_row(const Published& pub, const ReproLmRow& r, Family family) {
   row.mixer = family_name(family);
   row.pairing = pairing_words(attn ? Pairing::kCausalMask : r.pairing);
   if (!attn && r.offset_mode == "per-layer") row.pairing += "; one offset per layer";
+  if (!attn && r.offset_mode == "all") row.pairing += "; all offsets in every layer";
   if (!r.norm.empty()) row.pairing += "; " + r.norm + "-norm";
   row.tokenizer = r.tokenizer;
   row.text = r.text.empty() ? kNotStated : r.text;

@@ -30,4 +30,24 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
                         {"data_sha256", data}};
 }
 
+nlohmann::json session_record(const ProvenanceInputs& in, int64_t first_step, int64_t last_step) {
+  return nlohmann::json{{"first_step", first_step},
+                        {"last_step", last_step},
+                        {"git_commit", build_git_commit()},
+                        {"git_dirty", build_git_dirty()},
+                        {"grassaudit_version", grassaudit_version()},
+                        {"world_size", in.world_size},
+                        {"threads", at::get_num_threads()},
+                        {"device", in.device},
+                        {"precision", in.precision},
+                        {"command_line", command_line()}};
+}
+
+nlohmann::json earlier_sessions(const nlohmann::json* meta, int64_t resume_step) {
+  if (!meta) return nlohmann::json::array();
+  auto it = meta->find("sessions");
+  if (it != meta->end() && it->is_array()) return *it;
+  return nlohmann::json::array({{{"first_step", 0}, {"last_step", resume_step}, {"recorded", false}}});
+}
+
 }  // namespace grassaudit

@@ -23,4 +23,16 @@ struct ProvenanceInputs {
 //  (fp32 | tf32 | bf16; always fp32 on CPU), "command_line", "data_sha256": {path: hex}}
 nlohmann::json run_provenance(const ProvenanceInputs& inputs);
 
+// One training session of a run (a new run is one session; each --resume adds one): the code and
+// command that trained steps [first_step, last_step). A run resumed by another build, or with
+// other settings, says so in its provenance instead of naming only the last session's code.
+// {"first_step", "last_step", "git_commit", "git_dirty", "grassaudit_version", "world_size",
+//  "threads", "device", "precision", "command_line"}
+nlohmann::json session_record(const ProvenanceInputs& inputs, int64_t first_step, int64_t last_step);
+
+// The sessions a checkpoint's meta records ("sessions"), or, for a checkpoint written before
+// sessions were recorded, one entry {"first_step": 0, "last_step": resume_step, "recorded": false}
+// (nothing known about the code that trained them). An empty array for a new run (no meta).
+nlohmann::json earlier_sessions(const nlohmann::json* checkpoint_meta, int64_t resume_step);
+
 }  // namespace grassaudit

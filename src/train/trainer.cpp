@@ -94,6 +94,7 @@ struct ResolvedRun {
   LmRunState state;
   std::string preset;
   LoadedCheckpoint checkpoint;
+  json sessions_before = json::array();  // provenance of the sessions that trained the checkpoint
 };
 
 ResolvedRun resolve_run(const TrainRequest& req) {
@@ -111,6 +112,7 @@ ResolvedRun resolve_run(const TrainRequest& req) {
   r.train = train_config_from_json(meta.at("train"));
   r.state = LmRunState::from_json(meta.at("state"), req.resume);
   r.preset = meta.value("preset", std::string());
+  r.sessions_before = earlier_sessions(&meta, r.state.loop.step);
   if (req.max_tokens_override >= 0) r.train.max_tokens = req.max_tokens_override;
   if (!req.loss_impl_override.empty()) r.train.loss_impl = req.loss_impl_override;
   const std::string rule = meta.value("dropout_masks", std::string(kDropoutMaskRuleBefore));
@@ -199,7 +201,9 @@ class LmTask : public TrainingTask {
         loss_impl_(parse_loss_impl(cfg_.loss_impl)),
         bf16_(device.is_cuda() && req.precision == CudaPrecision::kBf16),
         last_good_(run.resuming ? req.resume : std::string()),
-        last_good_step_(run.resuming ? run.state.loop.step : -1) {}
+        last_good_step_(run.resuming ? run.state.loop.step : -1),
+        session_inputs_{{}, req.device, dist::world_size(), cuda_precision_name(req.precision)},
+        session_first_step_(run.state.loop.step) {}
 
   void begin_epoch(int64_t epoch) override { order_ = epoch_order(data_.train.num_blocks, cfg_.seed, epoch); }
 
@@ -308,6 +312,13 @@ class LmTask : public TrainingTask {
     return [] { return interrupt_requested(); };
   }
 
+  // The sessions that trained these weights: the checkpoint's, then this one up to now.
+  json sessions() const {
+    json all = run_.sessions_before;
+    all.push_back(session_record(session_inputs_, session_first_step_, run_.state.loop.step));
+    return all;
+  }
+
   AuditGate& gate() { return gate_; }
   LossImpl loss_impl() const { return loss_impl_; }
   LanguageModel& model() { return model_; }
@@ -321,7 +332,8 @@ class LmTask : public TrainingTask {
     return json{{"train", to_json(cfg_)},
                 {"state", run_.state.to_json()},
                 {"preset", run_.preset},
-                {"dropout_masks", kDropoutMaskRule}};
+                {"dropout_masks", kDropoutMaskRule},
+                {"sessions", sessions()}};
   }
   ResolvedRun& run_;
   const TrainConfig& cfg_;
@@ -340,11 +352,13 @@ class LmTask : public TrainingTask {
   std::string last_good_;
   int64_t last_good_step_;
   double last_validation_seconds_ = 0;
+  ProvenanceInputs session_inputs_;  // no data hashes: a session record names code and command
+  int64_t session_first_step_;
 };
 
 // summary.json: the report generator's record of one LM run.
 json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& paths, const TrainRequest& req,
-                const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end) {
+                const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end, const json& sessions) {
   const ModelConfig& m = run.model;
   const LmRunState& st = run.state;
   const MixerInfo& mixer = MixerRegistry::instance().info(m.mixer);
@@ -395,6 +409,7 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
   put_ppl(s, "best_valid_ppl", std::exp(*st.best_valid_loss), leaky);
   put_ppl(s, "test_ppl", test.stats.ppl(), leaky);
   s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
+  s["provenance"]["sessions"] = sessions;
   return s;
 }
 
@@ -456,7 +471,7 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
   if (dist::is_main()) {
     write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
     write_file_atomic(paths.out + "/summary.json",
-                      lm_summary(run, data, paths, req, *tg, params, wall, end).dump(2) + "\n");
+                      lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions()).dump(2) + "\n");
   }
 
   std::cout << fmt::format("{}\n{}\n", describe_ppl("best valid", std::exp(*st.best_valid_loss), audit),

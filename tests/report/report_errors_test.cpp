@@ -329,6 +329,19 @@ TEST(ReportErrors, ProvenanceIsCheckedWhenPresent) {
   const std::string dirty =
       provenance_error(good_provenance(R"("git_dirty": true)", R"("git_dirty": "yes")"));
   EXPECT_NE(dirty.find("provenance: 'git_dirty' must be true or false"), std::string::npos) << dirty;
+  const std::string sessions_ok = provenance_error(good_provenance(
+      R"("threads": 2,)", R"("threads": 2, "sessions": [{"first_step": 0, "last_step": 5, "recorded": false},
+          {"first_step": 5, "last_step": 9, "git_commit": "unknown", "git_dirty": false}],)"));
+  EXPECT_EQ(sessions_ok, "");
+  const std::string steps = provenance_error(good_provenance(
+      R"("threads": 2,)", R"("threads": 2, "sessions": [{"first_step": 5, "last_step": 4, "recorded": false}],)"));
+  EXPECT_NE(steps.find("provenance: sessions[0]: steps must satisfy 0 <= first_step <= last_step"),
+            std::string::npos)
+      << steps;
+  const std::string commit_missing = provenance_error(good_provenance(
+      R"("threads": 2,)", R"("threads": 2, "sessions": [{"first_step": 0, "last_step": 4, "git_dirty": false}],)"));
+  EXPECT_NE(commit_missing.find("provenance: sessions[0]: missing 'git_commit'"), std::string::npos)
+      << commit_missing;
 }
 
 TEST(ReportErrors, BadBenchJsonNamesTheFile) {

@@ -254,6 +254,14 @@ TEST(ReportProvenance, Cells) {
   p.git_commit = "unknown";
   p.git_dirty = false;
   EXPECT_EQ(code_cell(p), "commit unknown, 0.3.0");
+  // One session says nothing new; a resumed run lists each session's steps and code.
+  p.sessions = {TrainingSession{0, 9, true, "unknown", false}};
+  EXPECT_EQ(code_cell(p), "commit unknown, 0.3.0");
+  p.sessions = {TrainingSession{0, 509, false, "", false},
+                TrainingSession{509, 1662, true, "0123456789abcdef0123456789abcdef01234567", true}};
+  EXPECT_EQ(code_cell(p),
+            "commit unknown, 0.3.0; 2 sessions: steps 0-509 code not recorded, steps 509-1662 `0123456789ab` (dirty)");
+  p.sessions.clear();
   EXPECT_EQ(threads_cell(p, std::nullopt), "2 / not recorded");
   p.blas_threads = 2;
   EXPECT_EQ(threads_cell(p, 7), "2 / 2");  // the provenance record wins over the summary
@@ -315,9 +323,27 @@ TEST(ReportPublished, SourcesStateWhatTheyStateAndNothingElse) {
   EXPECT_NEAR(gap_percent(*early->gap), 22.59, 0.005);
   ASSERT_FALSE(early->transformer_by_epoch.empty());
   EXPECT_EQ(early->transformer_by_epoch.front().epoch, 1.0);
+  int speedrun = 0, youdie_pre = 0;
   for (const auto& r : pub().repro_lm) {
     if (r.name == "kanenorman/grassmann") EXPECT_FALSE(r.gap.has_value());  // it publishes none
+    if (r.name == "alphaXiv paper-implementations, speedrun") {
+      ++speedrun;  // from its model code: pre-norm, N(0, 0.02), the whole offset list in every block
+      EXPECT_EQ(r.norm, "pre");
+      EXPECT_EQ(r.offset_mode, "all");
+    }
+    if (r.name == "youdie006/grassmann, pre-norm + N(0, 0.02) init") {
+      ++youdie_pre;  // the smallest val_losses of its results.json files
+      EXPECT_EQ(r.best_epoch_transformer, 10);
+      EXPECT_EQ(r.best_epoch_grassmann, 4);
+      EXPECT_EQ(r.transformer_params, 17356800.0);
+    }
   }
+  EXPECT_EQ(speedrun, 2);
+  EXPECT_EQ(youdie_pre, 1);
+  int all_offsets = 0;
+  for (const auto& row : wikitext_rows(pub(), {}))
+    if (row.pairing.find("all offsets in every layer") != std::string::npos) ++all_offsets;
+  EXPECT_EQ(all_offsets, 2);
 }
 
 }  // namespace

@@ -88,6 +88,37 @@ TEST(TrainProvenance, SummaryNamesCodeDataAndCommand) {
   }
 }
 
+// A resumed run's provenance names every session that trained it (steps, code, command), so a
+// run continued by another build does not pass as the last build's alone.
+TEST(TrainProvenance, AResumedRunListsItsSessions) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  testing::TempDir t;
+  const std::string out = t.file("run");
+  auto a = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "128", "--out", out,
+                           "--threads", "1"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  const auto first = read_json(out + "/summary.json");
+  const int64_t steps_a = first["steps"];
+  ASSERT_GT(steps_a, 0);
+  ASSERT_EQ(first["provenance"]["sessions"].size(), 1u);
+  EXPECT_EQ(first["provenance"]["sessions"][0]["first_step"], 0);
+  EXPECT_EQ(first["provenance"]["sessions"][0]["last_step"], steps_a);
+  auto b = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--max-tokens", "256", "--threads", "1"});
+  ASSERT_EQ(b.status, 0) << b.err;
+  const auto s = read_json(out + "/summary.json");
+  const auto& sessions = s["provenance"]["sessions"];
+  ASSERT_EQ(sessions.size(), 2u) << sessions.dump();
+  EXPECT_EQ(sessions[0]["first_step"], 0);
+  EXPECT_EQ(sessions[0]["last_step"], steps_a);
+  EXPECT_EQ(sessions[1]["first_step"], steps_a);
+  EXPECT_EQ(sessions[1]["last_step"], s["steps"]);
+  EXPECT_GT(s["steps"].get<int64_t>(), steps_a);
+  EXPECT_NE(sessions[0]["command_line"].get<std::string>().find("--mixer past"), std::string::npos);
+  EXPECT_NE(sessions[1]["command_line"].get<std::string>().find("--resume"), std::string::npos);
+  EXPECT_EQ(sessions[1]["git_commit"], s["provenance"]["git_commit"]);
+}
+
 TEST(TrainLossImpl, AResumedRunMayChangeTheLossPath) {
   GRASSAUDIT_REQUIRE_BINARY();
   GRASSAUDIT_REQUIRE_WIKITEXT(data);
