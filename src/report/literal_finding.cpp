@@ -141,11 +141,16 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
                                  : ".";
     }
     if (depth_differs) {
-      conclusion += fmt::format(
-          " Caveat: the paper's row has {} layers, this run {}; the paper-scale literal model has "
-          "more capacity and a wider future window, so it is expected to go lower still, not "
-          "higher (an expectation, not a measurement).",
-          paper->layers, or_dash(run.layers));
+      conclusion += fmt::format(" Caveat: the paper's row has {} layers, this run {}.", paper->layers,
+                                or_dash(run.layers));
+      // Say what a literal run at the paper's depth measured, if there is one; predict nothing.
+      for (const auto& other : runs) {
+        if (other.task != "lm" || other.pairing != Pairing::kFuture || other.name == run.name) continue;
+        if (other.layers != paper->layers || other.seq_len != run.seq_len || !other.quarantined_best_valid_ppl) continue;
+        conclusion += fmt::format(" The literal run at the paper's depth, `{}`, reached {} after {}.", other.name,
+                                  quarantined_cell(*other.quarantined_best_valid_ppl, other.audit.leak_horizon),
+                                  budget_label(other));
+      }
     }
     if (past) {
       const double vs_past = *q / past->valid.mean;

@@ -167,6 +167,33 @@ TEST(ReportLiteral, AboveThePaperDoesNotSettleIt) {
   EXPECT_EQ(f[0].markdown.find("inconsistent"), std::string::npos);
 }
 
+// A run shallower than every paper row at its L is compared with the row at that L, with the depth
+// named; the report predicts nothing about the deeper model and quotes the paper-depth run if any.
+TEST(ReportLiteral, ShallowRunQuotesThePaperDepthRunInsteadOfPredicting) {
+  RunRecord small = leaky_future(2.67);
+  small.name = "small";
+  small.layers = 4;
+  small.audit.leak_horizon = 15;
+  const auto alone = literal_findings(pub(), {small});
+  EXPECT_NE(alone[0].markdown.find("Caveat: the paper's row has 6 layers, this run 4."), std::string::npos)
+      << alone[0].markdown;
+  // The only expectation stated is that more epochs cannot raise a best figure.
+  const std::string& md = alone[0].markdown;
+  const size_t first = md.find("expected");
+  ASSERT_NE(first, std::string::npos) << md;
+  EXPECT_EQ(md.compare(first - 4, 21, "not expected to raise"), 0) << md;
+  EXPECT_EQ(md.find("expected", first + 1), std::string::npos) << md;
+  RunRecord deep = leaky_future(10.84);
+  deep.name = "deep";
+  const auto both = literal_findings(pub(), {small, deep});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_NE(both[0].markdown.find("The literal run at the paper's depth, `deep`, reached ~~10.84~~ QUARANTINED "
+                                  "(LEAKY, horizon 43) after 1 ep"),
+            std::string::npos)
+      << both[0].markdown;
+  EXPECT_EQ(both[1].markdown.find("Caveat"), std::string::npos);
+}
+
 TEST(ReportLiteral, NoPaperRowAtThatSetting) {
   RunRecord r = leaky_future(5.0);
   r.seq_len = 64;
