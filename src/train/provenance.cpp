@@ -12,35 +12,39 @@
 
 namespace grassaudit {
 
-nlohmann::json run_provenance(const ProvenanceInputs& in) {
-  nlohmann::json data = nlohmann::json::object();
-  for (const auto& [path, hex] : in.data_sha256) data[path] = hex;
+namespace {
+
+// What a run and each of its sessions both name: the code, the process layout and the command.
+nlohmann::json code_and_command(const ProvenanceInputs& in) {
   return nlohmann::json{{"git_commit", build_git_commit()},
                         {"git_dirty", build_git_dirty()},
                         {"grassaudit_version", grassaudit_version()},
-                        {"libtorch_version", TORCH_VERSION},
-                        {"blas", blas_in_use()},
                         {"threads", at::get_num_threads()},
-                        {"blas_threads", blas_threads()},
                         {"world_size", in.world_size},
-                        {"device", in.device},
-                        {"precision", in.precision},
-                        {"dropout_masks", kDropoutMaskRule},
-                        {"command_line", command_line()},
-                        {"data_sha256", data}};
-}
-
-nlohmann::json session_record(const ProvenanceInputs& in, int64_t first_step, int64_t last_step) {
-  return nlohmann::json{{"first_step", first_step},
-                        {"last_step", last_step},
-                        {"git_commit", build_git_commit()},
-                        {"git_dirty", build_git_dirty()},
-                        {"grassaudit_version", grassaudit_version()},
-                        {"world_size", in.world_size},
-                        {"threads", at::get_num_threads()},
                         {"device", in.device},
                         {"precision", in.precision},
                         {"command_line", command_line()}};
+}
+
+}  // namespace
+
+nlohmann::json run_provenance(const ProvenanceInputs& in) {
+  nlohmann::json data = nlohmann::json::object();
+  for (const auto& [path, hex] : in.data_sha256) data[path] = hex;
+  nlohmann::json p = code_and_command(in);
+  p["libtorch_version"] = TORCH_VERSION;
+  p["blas"] = blas_in_use();
+  p["blas_threads"] = blas_threads();
+  p["dropout_masks"] = kDropoutMaskRule;
+  p["data_sha256"] = data;
+  return p;
+}
+
+nlohmann::json session_record(const ProvenanceInputs& in, int64_t first_step, int64_t last_step) {
+  nlohmann::json s = code_and_command(in);
+  s["first_step"] = first_step;
+  s["last_step"] = last_step;
+  return s;
 }
 
 nlohmann::json earlier_sessions(const nlohmann::json* meta, int64_t resume_step) {

@@ -15,6 +15,12 @@ using testing::read_json;
 using testing::read_jsonl;
 using testing::run_grassaudit;
 
+// A fresh tiny run of 128 tokens at one thread into `out`: the run the provenance and resume tests start from.
+testing::ProcessResult train_tiny(const std::string& mixer, const std::string& out) {
+  return run_grassaudit({"train", "--mixer", mixer, "--preset", "tiny", "--max-tokens", "128", "--out", out,
+                         "--threads", "1"});
+}
+
 TEST(TrainBudget, ABudgetTooSmallForAnyStepStillEndsWithGatedResults) {
   GRASSAUDIT_REQUIRE_BINARY();
   GRASSAUDIT_REQUIRE_WIKITEXT(data);
@@ -64,8 +70,7 @@ TEST(TrainProvenance, SummaryNamesCodeDataAndCommand) {
   GRASSAUDIT_REQUIRE_WIKITEXT(data);
   testing::TempDir t;
   const std::string out = t.file("run");
-  auto r = run_grassaudit({"train", "--mixer", "attention", "--preset", "tiny", "--max-tokens", "128", "--out", out,
-                           "--threads", "1"});
+  auto r = train_tiny("attention", out);
   ASSERT_EQ(r.status, 0) << r.err;
   auto p = read_json(out + "/summary.json").at("provenance");
   EXPECT_TRUE(std::regex_match(p["git_commit"].get<std::string>(), std::regex("[0-9a-f]{40}|unknown")));
@@ -95,8 +100,7 @@ TEST(TrainProvenance, AResumedRunListsItsSessions) {
   GRASSAUDIT_REQUIRE_WIKITEXT(data);
   testing::TempDir t;
   const std::string out = t.file("run");
-  auto a = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "128", "--out", out,
-                           "--threads", "1"});
+  auto a = train_tiny("past", out);
   ASSERT_EQ(a.status, 0) << a.err;
   const auto first = read_json(out + "/summary.json");
   const int64_t steps_a = first["steps"];
@@ -124,8 +128,7 @@ TEST(TrainLossImpl, AResumedRunMayChangeTheLossPath) {
   GRASSAUDIT_REQUIRE_WIKITEXT(data);
   testing::TempDir t;
   const std::string out = t.file("run");
-  auto a = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "128", "--out", out,
-                           "--threads", "1"});
+  auto a = train_tiny("past", out);
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(read_json(out + "/config.json")["train"]["loss_impl"], "fused");
   auto b = run_grassaudit({"train", "--resume", out + "/checkpoints/last.ckpt", "--max-tokens", "256",
