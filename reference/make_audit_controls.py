@@ -806,6 +806,8 @@ def main() -> None:
                         "'checked' holds those brute-force results (informative only). "
                         "Tokens models: int64 [B,L] -> [B,L,64]; features models: float [B,L,4] -> [B,L,k]; "
                         "all run for 2 <= L <= 64 and after .to(torch.double)."),
+        # rounding_only describes this PyTorch's float32 kernels: compared on its major.minor only.
+        "producer": f"PyTorch {torch.__version__}",
         "cases": suite_cases,
     }
     with open(os.path.join(AUDITS, "controls.json"), "w") as f:

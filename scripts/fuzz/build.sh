@@ -7,7 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:-$ROOT/build-fuzz}"
-CXX="${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++ || true)}"
+CXX="${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++ || command -v clang++-19 || true)}"
 [ -n "$CXX" ] || { echo "fuzz/build.sh: clang++ not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 mkdir -p "$OUT/obj"
 FLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined

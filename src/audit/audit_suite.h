@@ -2,9 +2,12 @@
 // `grassaudit audit --suite FILE`: audits every case of a suite of control models and compares
 // verdict, leak horizon (and rounding_only where given) with the expectation. Format:
 // {"suite": name, "cases": [{"name", "model" (relative to the suite file), "input", "seq_len",
-//  "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
+//  "seq_lens"? (the lengths to audit instead of the schedule: a traced file runs at its traced
+//  length only), "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
 //  "expect": {"verdict", "leak_horizon", "rounding_only"?, "violations"? (kinds, in the audit's
 //  order: future, length, batch, window), "length_dependent"?, "batch_coupled"?, "past_horizon"?}}, ...]}
+// A suite may name its "producer" ("PyTorch 1.13.0a0"): rounding_only is then compared only on a
+// LibTorch of that major.minor (it describes the float32 kernels, not the model).
 // Unknown keys inside a case are allowed (generators record how expectations were checked).
 #include <string>
 #include <vector>

@@ -6,6 +6,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "audit/torchscript_archive.h"
+#include "audit/torchscript_ops.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -18,12 +20,13 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& input)
     : path_(path), input_(input), dtype_(at::kFloat) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
+  ensure_torch2_ops();  // what PyTorch 2.x files call and this LibTorch lacks
   try {
     module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
   } catch (const c10::Error& e) {
-    throw InputError(fmt::format("{}: not a TorchScript module ({})", path, first_line(e.what_without_backtrace())));
+    throw InputError(fmt::format("{}: {}", path, explain_torchscript_load_failure(path, e.what_without_backtrace())));
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: not a TorchScript module ({})", path, first_line(e.what())));
+    throw InputError(fmt::format("{}: {}", path, explain_torchscript_load_failure(path, e.what())));
   }
   if (!module_->find_method("forward"))
     throw InputError(fmt::format("{}: TorchScript module has no forward method", path));

@@ -1,4 +1,5 @@
 #include "core/distributed.h"
+#include "core/torch_compat.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -170,6 +171,9 @@ c10::intrusive_ptr<c10d::Store> make_store(const std::string& host, int port, in
   o.waitWorkers = !agent;
   o.timeout = timeout_ms();
   o.multiTenant = !agent;
+#if GRASSAUDIT_TCPSTORE_HAS_LIBUV
+  o.useLibUV = false;  // core/torch_compat.h: the classic store, as on 1.13
+#endif
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(host, o);

@@ -1,4 +1,5 @@
 #include "core/runtime.h"
+#include "core/torch_compat.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -207,14 +208,7 @@ ScopedCudaMath::~ScopedCudaMath() {
   if (active_) set_tf32(*configured_precision() != CudaPrecision::kFp32);
 }
 
-// LibTorch 2.4 replaced the per-backend autocast calls (set_enabled / set_cpu_enabled,
-// set_autocast_gpu_dtype / set_autocast_cpu_dtype) by device-type ones; the old ones are
-// deprecated there and may go.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define GRASSAUDIT_AUTOCAST_BY_DEVICE 1
-#else
-#define GRASSAUDIT_AUTOCAST_BY_DEVICE 0
-#endif
+// GRASSAUDIT_AUTOCAST_BY_DEVICE (core/torch_compat.h): LibTorch 2.4's device-type autocast calls.
 
 namespace {
 void check_autocast_device(c10::DeviceType device) {

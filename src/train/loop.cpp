@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/distributed.h"
+#include "core/torch_compat.h"
 #include "train/interrupt.h"
 #include "train/schedule.h"
 #include "util/error.h"
@@ -124,7 +125,7 @@ double train_step(const LoopSettings& cfg, TrainingTask& task, torch::nn::Module
                   torch::optim::AdamW& optimizer, const LoopState& st, int64_t index, StepLoss* out, double* lr) {
   *lr = lr_at(st.step, st.total_steps, cfg.warmup_steps, cfg.lr, cfg.min_lr_ratio);
   set_learning_rate(optimizer, *lr);
-  optimizer.zero_grad();
+  zero_grads(optimizer);
   *out = task.step_loss(index);
   out->loss.backward();
   // Data-parallel: the ranks' gradients, each weighted by its share of the global batch, summed

@@ -75,10 +75,10 @@ TEST(CliModel, UnreadableTorchScriptFilesAreOneLineErrors) {
   const std::vector<BadModel> cases{
       {"missing.pt", {"missing.pt", "No such file"}},
       {"dir.pt", {"dir.pt", "is a directory"}},
-      {"text.pt", {"text.pt", "not a TorchScript module"}},
-      {"empty.pt", {"empty.pt", "not a TorchScript module"}},
-      {"truncated.pt", {"truncated.pt", "not a TorchScript module"}},
-      {"truncated_end.pt", {"truncated_end.pt", "not a TorchScript module"}},
+      {"text.pt", {"text.pt", "not a PyTorch file", "torch.jit.script"}},
+      {"empty.pt", {"empty.pt", "not a PyTorch file"}},
+      {"truncated.pt", {"truncated.pt", "truncated or damaged"}},
+      {"truncated_end.pt", {"truncated_end.pt", "truncated or damaged"}},
       {"a.ckpt", {"a.ckpt", "no forward"}},  // a grassaudit checkpoint is an archive, not a model
   };
   for (const auto& c : cases) {

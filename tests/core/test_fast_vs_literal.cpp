@@ -26,7 +26,7 @@ Diff compare_paths(const GrassmannOptions& o, int64_t B, int64_t L, at::ScalarTy
   auto h = at::randn({B, L, o.d_model}, at::TensorOptions().dtype(dtype));
   auto upstream = at::randn({B, L, o.d_model}, at::TensorOptions().dtype(dtype));
   auto run = [&](bool literal) {
-    mixer->zero_grad();
+    mixer->zero_grad(/*set_to_none=*/false);
     auto y = literal ? mixer->forward_literal(h) : mixer->forward_fast(h);
     // Per-token mean, as a training loss is: gradients at the scale training sees.
     ((y * upstream).sum() / static_cast<double>(B * L)).backward();

@@ -206,7 +206,7 @@ double model_grad_diff(const std::string& mixer, at::ScalarType dtype, double* l
   auto ids = at::randint(0, 97, {3, 11}, at::kLong), tgt = at::randint(0, 97, {3, 11}, at::kLong);
   tgt[1][4] = kIgnoreIndex;
   auto run = [&](LossImpl impl) {
-    model->zero_grad();
+    model->zero_grad(/*set_to_none=*/false);
     auto loss = lm_loss(model, ids, tgt, impl, 5);
     loss.backward();
     std::vector<at::Tensor> g;

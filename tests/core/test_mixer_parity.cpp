@@ -112,7 +112,7 @@ struct Run {
 // y = forward(h); loss = sum(y * upstream) / (B L) (per-token mean, as a training loss is).
 template <typename Forward>
 Run run_once(torch::nn::Module& module, Forward forward, const at::Tensor& h, const at::Tensor& upstream) {
-  module.zero_grad();
+  module.zero_grad(/*set_to_none=*/false);
   auto x = h.clone().requires_grad_(true);
   auto y = forward(x);
   ((y * upstream).sum() / static_cast<double>(h.size(0) * h.size(1))).backward();

@@ -175,7 +175,7 @@ TEST(NliPluecker, RemovingThemChangesTheOutput) {
   // And the Pluecker path carries gradient to W_red (the reduction is not a dead end).
   torch::GradMode::set_enabled(true);
   m->train();
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   auto loss = at::cross_entropy_loss(m->forward(r.batch.ids, r.batch.segments, r.batch.mask), r.batch.labels);
   loss.backward();
   for (const auto& kv : m->named_parameters()) {

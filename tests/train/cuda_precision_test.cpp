@@ -142,7 +142,7 @@ TEST(Autocast, Bf16TrainingStepThroughTheModelKeepsFloat32GradientsAndACloseLoss
       const auto ids = at::randint(0, 50, {3, 12}, at::kLong);
       const auto targets = at::randint(0, 50, {3, 12}, at::kLong);
       const double fp32 = lm_loss(model, ids, targets, impl).item<double>();
-      model->zero_grad();
+      model->zero_grad(/*set_to_none=*/false);
       at::Tensor loss;
       {
         const AutocastScope autocast(c10::DeviceType::CPU, at::kBFloat16);

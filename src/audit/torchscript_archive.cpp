@@ -1,0 +1,179 @@
+#include "audit/torchscript_archive.h"
+
+#include <fmt/format.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <vector>
+
+namespace grassaudit {
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") + 1 - b);
+}
+
+uint64_t le(const unsigned char* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// What the zip archive holds: entry names and the first bytes of a few small records. Reads only
+// the central directory (at the end of the file) and the records asked for, never the weights.
+struct ZipListing {
+  std::vector<std::string> names;
+  std::vector<uint64_t> local_offsets;
+  std::vector<uint64_t> sizes;  // compressed sizes, from the central directory (PyTorch writes
+                                // data descriptors: the local headers may hold 0)
+};
+
+std::optional<ZipListing> list_zip(std::ifstream& f, uint64_t size) {
+  // End of central directory: 22 bytes plus a comment of up to 64 KiB.
+  const uint64_t tail = std::min<uint64_t>(size, 22 + 65535 + 20);
+  std::vector<unsigned char> buf(tail);
+  f.seekg(static_cast<std::streamoff>(size - tail));
+  if (!f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(tail))) return std::nullopt;
+  int64_t eocd = -1;
+  for (int64_t i = static_cast<int64_t>(tail) - 22; i >= 0; --i)
+    if (le(&buf[i], 4) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  if (eocd < 0) return std::nullopt;
+  uint64_t entries = le(&buf[eocd + 10], 2), cd_size = le(&buf[eocd + 12], 4), cd_offset = le(&buf[eocd + 16], 4);
+  if ((entries == 0xFFFF || cd_offset == 0xFFFFFFFF) && eocd >= 20 && le(&buf[eocd - 20], 4) == 0x07064b50) {
+    // zip64 (PyTorch writes it for large files): the locator points at the zip64 EOCD record.
+    const uint64_t z64 = le(&buf[eocd - 20 + 8], 8);
+    unsigned char rec[56];
+    f.seekg(static_cast<std::streamoff>(z64));
+    if (!f.read(reinterpret_cast<char*>(rec), sizeof rec) || le(rec, 4) != 0x06064b50) return std::nullopt;
+    entries = le(rec + 32, 8);
+    cd_size = le(rec + 40, 8);
+    cd_offset = le(rec + 48, 8);
+  }
+  if (cd_offset + cd_size > size || cd_size > (64u << 20)) return std::nullopt;
+  std::vector<unsigned char> cd(cd_size);
+  f.seekg(static_cast<std::streamoff>(cd_offset));
+  if (!f.read(reinterpret_cast<char*>(cd.data()), static_cast<std::streamsize>(cd_size))) return std::nullopt;
+  ZipListing out;
+  uint64_t p = 0;
+  for (uint64_t e = 0; e < entries && p + 46 <= cd_size; ++e) {
+    if (le(&cd[p], 4) != 0x02014b50) return std::nullopt;
+    const uint64_t n = le(&cd[p + 28], 2), x = le(&cd[p + 30], 2), c = le(&cd[p + 32], 2);
+    if (p + 46 + n > cd_size) return std::nullopt;
+    out.names.emplace_back(reinterpret_cast<const char*>(&cd[p + 46]), n);
+    out.local_offsets.push_back(le(&cd[p + 42], 4));
+    out.sizes.push_back(le(&cd[p + 20], 4));
+    p += 46 + n + x + c;
+  }
+  return out;
+}
+
+// The bytes of a small stored (uncompressed, as PyTorch writes them) record, "" if unreadable.
+std::string read_stored(std::ifstream& f, uint64_t local_offset, uint64_t size) {
+  unsigned char h[30];
+  f.clear();
+  f.seekg(static_cast<std::streamoff>(local_offset));
+  if (!f.read(reinterpret_cast<char*>(h), sizeof h) || le(h, 4) != 0x04034b50 || le(h + 8, 2) != 0) return {};
+  const uint64_t len = size;
+  f.seekg(static_cast<std::streamoff>(local_offset + 30 + le(h + 26, 2) + le(h + 28, 2)));
+  std::string s(len, '\0');
+  if (!f.read(s.data(), static_cast<std::streamsize>(len))) return {};
+  return trim(s);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const std::string kRemedyExport =
+    "export it with torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)";
+
+}  // namespace
+
+std::string first_meaningful_line(const std::string& text) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = trim(text.substr(start, end - start));
+    // LibTorch's enforce prefix "[enforce fail at inline_container.cc:129] ." says where, not why.
+    static const std::regex enforce(R"(^\[enforce fail at [^\]]*\]\s*\.?\s*)");
+    line = std::regex_replace(line, enforce, "");
+    if (!line.empty()) return line;
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string explain_torchscript_load_failure(const std::string& path, const std::string& loader_error) {
+  const std::string reason = first_meaningful_line(loader_error);
+  const std::string libtorch = std::string("LibTorch ") + TORCH_VERSION;
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  const auto size = f ? static_cast<uint64_t>(f.tellg()) : 0;
+  char magic[4] = {0, 0, 0, 0};
+  if (f && size >= 4) {
+    f.seekg(0);
+    f.read(magic, 4);
+  }
+  if (size < 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
+    if (size >= 2 && static_cast<unsigned char>(magic[0]) == 0x80 && magic[1] >= 2 && magic[1] <= 5)
+      return fmt::format("a legacy (pre-1.6 format) torch.save pickle, not TorchScript: load it in Python and {}",
+                         kRemedyExport);
+    return fmt::format("not a PyTorch file (no zip archive, {} bytes): a TorchScript file is what "
+                       "torch.jit.save writes; {}",
+                       size, kRemedyExport);
+  }
+  const auto listing = list_zip(f, size);
+  if (!listing)
+    return fmt::format("a zip file whose directory cannot be read (truncated or damaged?): {}", reason.empty() ? "no reason given" : reason);
+  const auto& names = listing->names;
+  auto find = [&](const std::string& suffix) -> std::optional<size_t> {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == suffix || ends_with(names[i], "/" + suffix)) return i;
+    return std::nullopt;
+  };
+  auto record = [&](const std::string& suffix) -> std::string {
+    const auto i = find(suffix);
+    return i && listing->sizes[*i] <= 64 ? read_stored(f, listing->local_offsets[*i], listing->sizes[*i]) : std::string();
+  };
+  // torch.export (ExportedProgram, .pt2): a different format altogether.
+  if (find("serialized_exported_program.json") || find("archive_format") || find("models/model.json")) {
+    std::string v = record("version");
+    if (v.empty()) v = record(".data/version");
+    return fmt::format("a torch.export archive (.pt2{}), not TorchScript: {} cannot run an ExportedProgram; "
+                       "export the model with torch.jit.script(model).save(PATH) or "
+                       "torch.jit.trace(model, example).save(PATH) instead",
+                       v.empty() ? "" : ", schema " + v, libtorch);
+  }
+  const bool has_code = std::any_of(names.begin(), names.end(),
+                                    [](const std::string& n) { return n.find("/code/") != std::string::npos; });
+  // A producer hint: PyTorch 2.x writes a byteorder record and .data/serialization_id, 1.13 neither.
+  const std::string format_version = record("version");
+  const bool written_by_2x = find("byteorder") || find(".data/serialization_id");
+  const std::string producer =
+      fmt::format("{}file format version {}", written_by_2x ? "a PyTorch 2.x file (byteorder record), " : "",
+                  format_version.empty() ? "unknown" : format_version);
+  if (!has_code && find("data.pkl"))
+    return fmt::format("a torch.save file (pickled weights or module: {}), not TorchScript: load it in Python and {}",
+                       producer, kRemedyExport);
+  static const std::regex unknown_op(R"(Unknown builtin op: ([A-Za-z0-9_:.]+?)\.?$)");
+  std::smatch m;
+  if (std::regex_search(reason, m, unknown_op))
+    return fmt::format("TorchScript ({}) calls operator {}, which {} does not have and grassaudit does not provide; "
+                       "build grassaudit against a LibTorch that has it (-DCMAKE_PREFIX_PATH=<pip torch>/share/cmake, "
+                       "README \"Supported LibTorch versions\") or export the model without it",
+                       producer, m[1].str(), libtorch);
+  return fmt::format("TorchScript ({}) that {} cannot load: {}", producer, libtorch,
+                     reason.empty() ? "LibTorch gave no reason" : reason);
+}
+
+}  // namespace grassaudit
