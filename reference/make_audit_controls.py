@@ -384,6 +384,74 @@ class SlidingWindowAttention(nn.Module):
         return torch.cat([x, torch.matmul(torch.softmax(s, dim=-1), v)], dim=-1)
 
 
+class SelectiveScan(nn.Module):
+    """A selective state-space scan (Mamba-style, diagonal): s_t = a_t * s_{t-1} + (1 - a_t) * b_t with
+    the decay a_t = sigmoid(W h_t) chosen by the token. The bidirectional bug adds the same scan run
+    from the end (a bidirectional block left in a decoder): every position reads the whole future."""
+
+    def __init__(self, bidirectional: bool):
+        super().__init__()
+        self.bidirectional = bidirectional
+        self.a = nn.Linear(WIDTH, WIDTH)
+        self.b = nn.Linear(WIDTH, WIDTH)
+
+    def scan(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        s = torch.zeros_like(b[:, 0])
+        out: List[torch.Tensor] = []
+        for t in range(b.size(1)):
+            s = a[:, t] * s + (1 - a[:, t]) * b[:, t]
+            out.append(s)
+        return torch.stack(out, 1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        a, b = torch.sigmoid(self.a(h) + 3.0), self.b(h)  # decays near 0.95: the far future stays far above 1e-9
+        y = self.scan(a, b)
+        if self.bidirectional:
+            y = y + self.scan(a.flip(1), b.flip(1)).flip(1)
+        return h + y
+
+
+class TokenShift(nn.Module):
+    """RWKV's token shift: each channel mixes x_t with x_{t-1} (zero before the start). The bug
+    shifts the wrong way (pad on the right): x_{t+1} is mixed in, horizon 1."""
+
+    def __init__(self, wrong_way: bool):
+        super().__init__()
+        self.wrong_way = wrong_way
+        self.mu = nn.Parameter(torch.rand(WIDTH))
+        self.proj = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if self.wrong_way:
+            other = F.pad(h.transpose(1, 2), (0, 1))[:, :, 1:].transpose(1, 2)
+        else:
+            other = F.pad(h.transpose(1, 2), (1, 0))[:, :, :-1].transpose(1, 2)
+        return h + self.proj(self.mu * h + (1 - self.mu) * other)
+
+
+class Retention(nn.Module):
+    """Parallel retention (RetNet): (Q K^T * D) V with the decay D[t, s] = gamma^(t - s) for s <= t and
+    0 above the diagonal. The bug builds D from |t - s| without the causal cut: a decayed but real
+    read of the whole future (gamma^31 = 0.04 at L 32)."""
+
+    def __init__(self, causal: bool, gamma: float = 0.9):
+        super().__init__()
+        self.causal = causal
+        self.gamma = gamma
+        self.width = WIDTH
+        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(h).chunk(3, -1)
+        L = h.size(1)
+        idx = torch.arange(L, device=h.device)
+        dist = (idx.view(L, 1) - idx.view(1, L)).to(h.dtype)
+        decay = torch.pow(torch.full_like(dist, self.gamma), dist.abs())
+        if self.causal:
+            decay = decay.masked_fill(dist < 0, 0.0)
+        return h + (q @ k.transpose(1, 2) / self.width * decay) @ v
+
+
 def grassmann(pairing: str, offset_mode: str) -> nn.Module:
     return LanguageModel(vocab=VOCAB, d=WIDTH, n_layers=2, max_len=MAX_LEN, mixer=pairing,
                          offsets=[1, 2], offset_mode=offset_mode, r=4, n_heads=4, dropout=0.1)
@@ -553,6 +621,27 @@ CASES = [
       FEAT, 32, "leaky", 0, "declared-window",
       "The same model declared with --window 3: it reads one position further back than the window allows.",
       twin="sliding-window-within", seed=18, contract={"window": 3}, violations=["window"], past_horizon=3),
+    C("selective-scan-bidirectional", "selective_scan_bidirectional.pt", lambda: TokenLM(SelectiveScan(bidirectional=True)),
+      TOK, 32, "leaky", 31, "bidirectional-scan",
+      "A selective state-space scan (input-dependent decay) with a backward scan added, as a bidirectional block left in a decoder: every position reads the whole future.",
+      twin="selective-scan-causal", seed=31),
+    C("selective-scan-causal", "selective_scan_causal.pt", lambda: TokenLM(SelectiveScan(bidirectional=False)),
+      TOK, 32, "causal", 0, "bidirectional-scan",
+      "The same selective scan, forward only: s_t depends on x_0 .. x_t.", twin="selective-scan-bidirectional", seed=31, rounding_only=False),
+    C("token-shift-wrong-way", "token_shift_wrong_way.pt", lambda: TokenLM(TokenShift(wrong_way=True)),
+      TOK, 32, "leaky", 1, "token-shift-direction",
+      "RWKV-style token shift padded on the wrong side: x_{t+1} is mixed into position t.",
+      twin="token-shift", seed=32),
+    C("token-shift", "token_shift.pt", lambda: TokenLM(TokenShift(wrong_way=False)),
+      TOK, 32, "causal", 0, "token-shift-direction",
+      "RWKV-style token shift: position t mixes x_t with x_{t-1}.", twin="token-shift-wrong-way", seed=32, rounding_only=False),
+    C("retention-no-causal-cut", "retention_no_causal_cut.pt", lambda: TokenLM(Retention(causal=False)),
+      TOK, 32, "leaky", 31, "retention-decay-mask",
+      "Parallel retention whose decay matrix is gamma^|t-s| without the causal cut: a decayed read of every future position.",
+      twin="retention", seed=33),
+    C("retention", "retention.pt", lambda: TokenLM(Retention(causal=True)),
+      TOK, 32, "causal", 0, "retention-decay-mask",
+      "Parallel retention with the causal decay mask gamma^(t-s), s <= t.", twin="retention-no-causal-cut", seed=33, rounding_only=False),
 ]
 
 
@@ -794,7 +883,9 @@ def main() -> None:
         "description": ("Audit control models: each real-world causality-leak class (missing mask, symmetric "
                         "conv padding, circular FFT, chunk broadcast, time-axis normalisation, global summary, "
                         "train-only branch, length-dependent path, centred window feature, tiny leak, literal "
-                        "Grassmann future pairing, length reading, batch mixing, train-mode batch statistics) "
+                        "Grassmann future pairing, length reading, batch mixing, train-mode batch statistics; a "
+                        "bidirectional selective scan, a token shift the wrong way, retention without the causal "
+                        "cut) "
                         "with a causal twin, plus rounding-only cross-talk cases and models audited under a "
                         "declared contract (lookahead K, window W; a case's 'contract'), within and over it. "
                         "Generated by reference/make_audit_controls.py; every expectation was re-derived by "

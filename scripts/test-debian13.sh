@@ -14,7 +14,7 @@
 #
 # Tests left out on 2.6 (SLOW_ON_26, run on the host's 1.13 build by the same .ci/run): none today;
 # the README's "Supported LibTorch versions" says why whenever the list is not empty.
-# Environment: GRASSAUDIT_CACHE, GRASSAUDIT_DATA (passed through), JOBS (build, default nproc),
+# Environment: GRASSAUDIT_CACHE, GRASSAUDIT_DATA (passed through), DEBIAN13_BUILD (the build folder), JOBS (build, default nproc),
 # CTEST_JOBS (default 2). Exit: the build's or ctest's status; 2 when the root cannot be made.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +24,7 @@ SLOW_ON_26=()
 
 ROOT=$(bash "$HERE/debian13-root.sh" | tail -n1)
 CACHE=$(dirname "$ROOT")
-BUILD=$CACHE/build-debian13
+BUILD=${DEBIAN13_BUILD:-$CACHE/build-debian13}   # another checkout needs its own (CMake ties a build to its source)
 CCACHE=$CACHE/ccache-debian13
 mkdir -p "$BUILD" "$CCACHE"
 DATA=${GRASSAUDIT_DATA:-$SRC/../shared/data}

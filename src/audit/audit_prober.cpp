@@ -33,8 +33,16 @@ TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
 }
 
 at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh) {
-  if (in.kind != InputSpec::Kind::kTokens || in.size < 2) return fresh;
-  return base.add(fresh.remainder(in.size - 1).add(1)).remainder(in.size);
+  if (in.kind != InputSpec::Kind::kTokens) return fresh;
+  if (in.vocab_slots.empty()) {
+    if (in.size < 2) return fresh;
+    return base.add(fresh.remainder(in.size - 1).add(1)).remainder(in.size);
+  }
+  // Several tokens slots [.., n]: each shifted within its own vocabulary (a slot of one token
+  // cannot change and keeps its base).
+  const auto V = in.vocab_tensor();
+  const auto shifted = base.add(fresh.remainder((V - 1).clamp_min(1)).add(1)).remainder(V);
+  return at::where(V.gt(1), shifted, base);
 }
 
 at::Tensor as_pair(const at::Tensor& x) {
@@ -46,6 +54,11 @@ at::Tensor as_pair(const at::Tensor& x) {
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
 
 at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen) {
+  if (in.kind == InputSpec::Kind::kTokens && !in.vocab_slots.empty()) {
+    std::vector<at::Tensor> slots;
+    for (int64_t v : in.vocab_slots) slots.push_back(at::randint(0, v, {rows, L, 1}, gen, at::TensorOptions().dtype(at::kLong)));
+    return at::cat(slots, 2);  // [rows, L, n]
+  }
   if (in.kind == InputSpec::Kind::kTokens)
     return at::randint(0, in.size, {rows, L}, gen, at::TensorOptions().dtype(at::kLong));
   return at::randn({rows, L, in.size}, gen, at::TensorOptions().dtype(dtype)) * in.feature_scale;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "audit/output_audit.h"
 #include "audit/torchscript_target.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -40,14 +41,22 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     SuiteCaseResult res;
     AuditOptions opt = base;
     std::string model_path;
-    InputSpec input;
+    std::vector<InputBinding> inputs;
+    int64_t time_axis = 1;
+    std::optional<std::string> output;
     std::optional<bool> expect_rounding, expect_length, expect_batch;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
     try {
       res.name = c.at("name").get<std::string>();
       model_path = (dir / c.at("model").get<std::string>()).string();
-      input = InputSpec::parse(c.at("input").get<std::string>());
+      // "input": one value, or "inputs": one per forward argument (audit/model_signature.h).
+      if (c.contains("inputs"))
+        for (const auto& text : c["inputs"]) inputs.push_back(InputBinding::parse(text.get<std::string>()));
+      else
+        inputs.push_back(InputBinding::parse(c.at("input").get<std::string>()));
+      time_axis = c.value("time_axis", int64_t{1});
+      if (c.contains("output")) output = c["output"].get<std::string>();
       opt.seq_len = c.at("seq_len").get<int64_t>();
       // A traced file runs at its traced length only: its case lists the lengths to audit.
       if (c.contains("seq_lens")) opt.seq_lens = c["seq_lens"].get<std::vector<int64_t>>();
@@ -75,8 +84,8 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, res.name.empty() ? "?" : res.name, e.what()));
     }
-    TorchScriptTarget target(model_path, input);
-    auto r = run_causality_audit(target, opt);
+    TorchScriptTarget target(model_path, inputs, time_axis);
+    auto r = run_output_audits(target, opt, output);
     res.verdict = r.verdict;
     res.horizon = r.leak_horizon;
     res.rounding_only = r.rounding_only;

@@ -1,7 +1,8 @@
 #pragma once
 // `grassaudit audit --suite FILE`: audits every case of a suite of control models and compares
 // verdict, leak horizon (and rounding_only where given) with the expectation. Format:
-// {"suite": name, "cases": [{"name", "model" (relative to the suite file), "input", "seq_len",
+// {"suite": name, "cases": [{"name", "model" (relative to the suite file), "input" (or "inputs": one
+//  [NAME=]KIND per forward argument), "time_axis"?, "output"? (one leaf path), "seq_len",
 //  "seq_lens"? (the lengths to audit instead of the schedule: a traced file runs at its traced
 //  length only), "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
 //  "expect": {"verdict", "leak_horizon", "rounding_only"?, "violations"? (kinds, in the audit's

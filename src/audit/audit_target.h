@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -15,6 +16,11 @@ struct InputSpec {
   enum class Kind { kTokens, kFeatures } kind = Kind::kTokens;
   int64_t size = 0;          // V for tokens, C for features
   double feature_scale = 1;  // std of the Gaussian features are drawn from
+  // Several tokens inputs side by side (audit/model_signature.h): ids [B, L, n], slot j uniform
+  // over vocab_slots[j]; `size` is then their largest. Empty: one tokens input [B, L].
+  std::vector<int64_t> vocab_slots;
+  // [n] int64 tensor of the slots' vocabularies, or a 0-dim tensor holding `size`.
+  at::Tensor vocab_tensor() const;
   // Parses "tokens:V" or "features:C"; InputError otherwise.
   static InputSpec parse(const std::string& text);
   std::string str() const;

@@ -1,7 +1,9 @@
 #include "audit/causality_audit.h"
 
+#include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,7 +41,13 @@ InputSpec InputSpec::parse(const std::string& text) {
 }
 
 std::string InputSpec::str() const {
+  if (kind == Kind::kTokens && !vocab_slots.empty()) return fmt::format("tokens:{}", fmt::join(vocab_slots, "+"));
   return fmt::format("{}:{}", kind == Kind::kTokens ? "tokens" : "features", size);
+}
+
+at::Tensor InputSpec::vocab_tensor() const {
+  if (vocab_slots.empty()) return at::scalar_tensor(size, at::kLong);
+  return at::tensor(vocab_slots, at::kLong);
 }
 
 std::vector<int64_t> audit_length_schedule(int64_t L) {
@@ -450,7 +458,47 @@ nlohmann::json to_json(const AuditResult& r) {
   j["violations"] = violations;
   j["counterexample"] = r.counterexample_json.empty() ? nlohmann::json(nullptr)
                                                       : nlohmann::json::parse(r.counterexample_json);
+  // Every output leaf; one entry (the output itself) for a one-output target.
+  nlohmann::json outs = nlohmann::json::array();
+  const auto leaves = r.outputs.empty() ? std::vector<OutputResult>{output_result(r, "", r.output_shape)} : r.outputs;
+  for (const auto& o : leaves) {
+    nlohmann::json oj{{"path", o.path}};
+    if (!o.shape.empty()) oj["shape"] = o.shape;  // unknown for built-in targets
+    if (!o.skipped.empty()) {
+      oj["skipped"] = o.skipped;
+    } else {
+      oj["verdict"] = o.verdict;
+      oj["leak_horizon"] = o.leak_horizon;
+      oj["max_effect"] = o.max_effect;
+      oj["precision"] = o.precision;
+      oj["rounding_only"] = o.rounding_only;
+      oj["violations"] = o.violations;
+      oj["length_dependent"] = opt_json(o.length_dependent);
+      oj["batch_coupled"] = opt_json(o.batch_coupled);
+      oj["past_horizon"] = opt_json(o.past_horizon);
+    }
+    outs.push_back(oj);
+  }
+  j["outputs"] = outs;
+  if (!r.outputs.empty()) j["worst_output"] = r.worst_output;
   return j;
+}
+
+OutputResult output_result(const AuditResult& r, const std::string& path, const std::vector<int64_t>& shape) {
+  OutputResult o;
+  o.path = path;
+  o.shape = shape;
+  o.verdict = r.verdict;
+  o.leak_horizon = r.leak_horizon;
+  o.max_effect = r.max_effect;
+  o.precision = r.precision;
+  o.rounding_only = r.rounding_only;
+  for (const auto& v : r.violations) o.violations.push_back(v.kind);
+  o.length_dependent = r.length_dependent;
+  o.batch_coupled = r.batch_coupled;
+  o.past_horizon = r.past_horizon;
+  o.seconds = r.seconds;
+  return o;
 }
 
 std::string leak_map_csv(const AuditResult& r) {
@@ -476,6 +524,19 @@ std::string summarize(const AuditResult& r) {
     s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {})\n", r.gradient.verdict,
                      r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.agrees ? "agrees" : "DISAGREES");
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
+  if (!r.outputs.empty()) {
+    s += fmt::format("  outputs ({}; the lines above are the worst, {}):\n", r.outputs.size(),
+                     r.worst_output.empty() ? "the output itself" : r.worst_output);
+    for (const auto& o : r.outputs) {
+      const std::string name = o.path.empty() ? "(output)" : o.path;
+      if (!o.skipped.empty())
+        s += fmt::format("    {:<24} skipped: {}\n", name, o.skipped);
+      else
+        s += fmt::format("    {:<24} {} (leak horizon {}, max effect {:.3g}, {}{})\n", name,
+                         o.verdict == "leaky" ? "LEAKY" : "causal", o.leak_horizon, o.max_effect, o.precision,
+                         o.violations.empty() ? "" : fmt::format(", violated: {}", fmt::join(o.violations, ",")));
+    }
+  }
   return s;
 }
 

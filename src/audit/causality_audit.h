@@ -116,6 +116,22 @@ struct GradientCheck {
   Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
 };
 
+// One output leaf of a structured output (audit/model_signature.h), audited or skipped.
+struct OutputResult {
+  std::string path;               // "" (the output itself), [0], ["logits"], [1][0]
+  std::vector<int64_t> shape;     // at the main length, batch 2
+  std::string skipped;            // why it was not audited; empty: audited
+  std::string verdict;            // causal | leaky (audited leaves)
+  int64_t leak_horizon = 0;
+  double max_effect = 0;
+  std::string precision;
+  bool rounding_only = false;
+  std::vector<std::string> violations;  // kinds
+  std::optional<bool> length_dependent, batch_coupled;
+  std::optional<int64_t> past_horizon;
+  double seconds = 0;
+};
+
 struct AuditResult {
   std::string verdict;           // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
@@ -158,6 +174,11 @@ struct AuditResult {
   std::vector<std::pair<std::string, double>> seconds_by_check;
   // Set by the property search (--property N): the minimal failing case, as JSON text.
   std::string counterexample_json;
+  // Structured outputs (run_output_audits): every leaf, audited or skipped; the fields above
+  // are those of `worst_output`. Empty for a target with one output (to_json then lists it).
+  std::vector<OutputResult> outputs;
+  std::string worst_output;
+  std::vector<int64_t> output_shape;  // a one-output TorchScript model: its shape (batch 2, main length)
 
   // verdict is "leaky" exactly when a property of the contract is violated: a future leak
   // beyond the lookahead, length dependence, batch coupling or a read beyond the window. With
@@ -174,6 +195,8 @@ void validate_audit_options(const AuditOptions& options);
 AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& options);
 
 nlohmann::json to_json(const AuditResult& r);
+// The summary of an audited output leaf (path and shape as given).
+OutputResult output_result(const AuditResult& r, const std::string& path, const std::vector<int64_t>& shape);
 // The leak map as CSV: t,D,effect (rows with effect > 0 only).
 std::string leak_map_csv(const AuditResult& r);
 // Human summary, a few lines.

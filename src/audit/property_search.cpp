@@ -108,7 +108,7 @@ class CaseChecker {
       }
       case Perturbation::kConstant: changed = at::zeros_like(x); break;
       case Perturbation::kScaled:
-        changed = in_.kind == InputSpec::Kind::kTokens ? (x * 3 + 1).remainder(in_.size) : x * 3;
+        changed = in_.kind == InputSpec::Kind::kTokens ? (x * 3 + 1).remainder(in_.vocab_tensor()) : x * 3;
         break;
     }
     auto w = x.dim() == 3 ? where.unsqueeze(-1) : where;

@@ -1,5 +1,7 @@
 #include "audit/torchscript_archive.h"
 
+#include "util/error_text.h"
+
 #include <fmt/format.h>
 #include <torch/version.h>
 
@@ -98,21 +100,6 @@ const std::string kRemedyExport =
     "export it with torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)";
 
 }  // namespace
-
-std::string first_meaningful_line(const std::string& text) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = trim(text.substr(start, end - start));
-    // LibTorch's enforce prefix "[enforce fail at inline_container.cc:129] ." says where, not why.
-    static const std::regex enforce(R"(^\[enforce fail at [^\]]*\]\s*\.?\s*)");
-    line = std::regex_replace(line, enforce, "");
-    if (!line.empty()) return line;
-    start = end + 1;
-  }
-  return {};
-}
 
 std::string explain_torchscript_load_failure(const std::string& path, const std::string& loader_error) {
   const std::string reason = first_meaningful_line(loader_error);

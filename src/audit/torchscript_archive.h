@@ -11,7 +11,4 @@ namespace grassaudit {
 // of lines, possibly starting with blank ones). Returns one line, without the path.
 std::string explain_torchscript_load_failure(const std::string& path, const std::string& loader_error);
 
-// The first non-blank line of a multi-line error text, trimmed ("" only when all are blank).
-std::string first_meaningful_line(const std::string& text);
-
 }  // namespace grassaudit

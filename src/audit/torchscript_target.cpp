@@ -5,7 +5,10 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 
+#include "audit/audit_prober.h"
 #include "audit/torchscript_archive.h"
 #include "audit/torchscript_ops.h"
 #include "util/atomic_file.h"
@@ -17,8 +20,29 @@ namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 }  // namespace
 
+namespace {
+std::vector<ForwardArgument> forward_arguments(torch::jit::Module& m) {
+  std::vector<ForwardArgument> out;
+  const auto& args = m.get_method("forward").function().getSchema().arguments();
+  for (size_t i = 1; i < args.size(); ++i)  // 0 is self
+    out.push_back(ForwardArgument{args[i].name(), args[i].type()->annotation_str(), args[i].default_value().has_value()});
+  return out;
+}
+
+InputBinding one_input(const InputSpec& in) {
+  InputBinding b;
+  b.kind = in.kind == InputSpec::Kind::kTokens ? InputBinding::Kind::kTokens : InputBinding::Kind::kFeatures;
+  b.size = in.size;
+  return b;
+}
+}  // namespace
+
 TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& input)
-    : path_(path), input_(input), dtype_(at::kFloat) {
+    : TorchScriptTarget(path, std::vector<InputBinding>{one_input(input)}, 1, input.feature_scale) {}
+
+TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs,
+                                     int64_t time_axis, double feature_scale)
+    : path_(path), dtype_(at::kFloat) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
   ensure_torch2_ops();  // what PyTorch 2.x files call and this LibTorch lacks
   try {
@@ -30,6 +54,11 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& i
   }
   if (!module_->find_method("forward"))
     throw InputError(fmt::format("{}: TorchScript module has no forward method", path));
+  try {
+    signature_ = ModelSignature(forward_arguments(*module_), inputs, time_axis, feature_scale);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
   for (const auto& p : module_->parameters()) {
     if (at::isFloatingType(p.scalar_type())) {
       dtype_ = p.scalar_type();
@@ -41,11 +70,11 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& i
 TorchScriptTarget::~TorchScriptTarget() = default;
 
 std::string TorchScriptTarget::describe() const {
-  return fmt::format("TorchScript {} ({})", path_, input_.str());
+  return fmt::format("TorchScript {} ({}){}", path_, signature_.describe_inputs(),
+                     output_path_.empty() ? "" : " output " + output_path_);
 }
 
-at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
-  c10::IValue out;
+c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
   // A failure names the length and batch it happened at: a traced model runs only at the
   // shapes it was traced with, and that is the usual reason a length fails.
   auto failed = [&](const std::string& why) {
@@ -55,7 +84,9 @@ at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
         path_, x.dim() >= 2 ? x.size(1) : 0, fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), why));
   };
   try {
-    out = module_->forward({x});
+    torch::jit::Kwargs kwargs;
+    for (auto& [name, value] : signature_.arguments(x)) kwargs.emplace(name, std::move(value));
+    return module_->get_method("forward")({}, kwargs);
   } catch (const c10::Error& e) {
     throw failed(first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
@@ -64,9 +95,32 @@ at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
     if (pos == std::string::npos) pos = what.rfind("Error:");
     throw failed(first_line(pos == std::string::npos ? what : what.substr(pos)));
   }
-  if (!out.isTensor())
-    throw InputError(fmt::format("{}: forward must return a tensor [B, L, ...], got {}", path_, out.tagKind()));
-  return out.toTensor();
+}
+
+at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
+  const c10::IValue out = call(x);
+  try {
+    return signature_.leaf(out, output_path_, x.size(0), x.size(1));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path_, e.what()));
+  }
+}
+
+std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
+  at::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  set_train(false);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
+  const at::Tensor x = random_inputs(input(), dtype_, 2, L, gen);
+  c10::IValue out;
+  try {
+    out = call(x);
+  } catch (...) {
+    set_train(was_training);
+    throw;
+  }
+  set_train(was_training);
+  return signature_.leaves(out, 2, L);
 }
 
 void TorchScriptTarget::set_train(bool train) { module_->train(train); }

@@ -1,10 +1,13 @@
 #pragma once
-// Audit target for a user's TorchScript model: forward(int64 ids [B, L]) or
-// forward(float32 [B, L, C]) returning a tensor [B, L, ...].
+// Audit target for a user's TorchScript model, seen through its model signature
+// (audit/model_signature.h): forward's arguments bound to --input values, time at --time-axis,
+// and one output leaf selected at a time (select_output; "" = a one-tensor output).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "audit/audit_target.h"
+#include "audit/model_signature.h"
 
 namespace torch::jit {
 struct Module;
@@ -14,24 +17,37 @@ namespace grassaudit {
 
 class TorchScriptTarget : public AuditTarget {
  public:
-  // InputError when the file is missing, not TorchScript, or has no forward.
+  // InputError when the file is missing, not TorchScript, has no forward, or its arguments do
+  // not take `inputs` (ModelSignature).
+  TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs, int64_t time_axis = 1,
+                    double feature_scale = 1.0);
+  // One input (today's contract): --input tokens:V or features:C, time at 1.
   TorchScriptTarget(const std::string& path, const InputSpec& input);
   ~TorchScriptTarget() override;
   std::string describe() const override;
-  InputSpec input() const override { return input_; }
+  InputSpec input() const override { return signature_.canonical(); }
   at::Tensor forward(const at::Tensor& x) override;
   void set_train(bool train) override;
   bool is_training() const override;
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
   at::ScalarType dtype() const override { return dtype_; }
   // Feature models are differentiable in their inputs; token models have no embedding handle.
-  bool supports_gradient() const override { return input_.kind == InputSpec::Kind::kFeatures; }
+  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
 
+  const ModelSignature& signature() const { return signature_; }
+  // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
+  std::vector<OutputLeaf> output_leaves(int64_t L);
+  // The leaf forward() returns from now on.
+  void select_output(const std::string& path) { output_path_ = path; }
+  const std::string& selected_output() const { return output_path_; }
+
  private:
+  c10::IValue call(const at::Tensor& x);
   std::string path_;
-  InputSpec input_;
   std::unique_ptr<torch::jit::Module> module_;
+  ModelSignature signature_;
+  std::string output_path_;
   at::ScalarType dtype_;
 };
 

@@ -15,6 +15,7 @@
 #include "audit/audit_suite.h"
 #include "audit/builtin_target.h"
 #include "audit/causality_audit.h"
+#include "audit/output_audit.h"
 #include "audit/property_search.h"
 #include "audit/torchscript_target.h"
 #include "cli/cli_common.h"
@@ -31,7 +32,9 @@ namespace grassaudit::cli {
 
 namespace {
 const char* kUsage =
-    "usage: grassaudit audit --model FILE.pt --input tokens:V|features:C --seq-len L [options]\n"
+    "usage: grassaudit audit --model FILE.pt --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
+    "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]); one --input per\n"
+    "       forward argument, in order or by NAME; --time-axis K for [B, C, T] layouts; --output PATH for one leaf\n"
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
@@ -74,7 +77,10 @@ namespace {
 void add_audit_options(po::options_description& desc) {
   desc.add_options()
       ("model", po::value<std::string>(), "TorchScript model file (forward: ids [B,L] or features [B,L,C])")
-      ("input", po::value<std::string>(), "tokens:V or features:C (with --model)")
+      ("input", po::value<std::vector<std::string>>()->composing(),
+       "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros")
+      ("time-axis", po::value<int64_t>()->default_value(1),
+       "with --model: the dimension of time in every perturbed input and every output (2 for [B, C, T])")
       ("mixer", po::value<std::string>(), "built-in mixer: future | past | attention")
       ("checkpoint", po::value<std::string>(), "grassaudit checkpoint to audit")
       ("suite", po::value<std::string>(), "suite of control models (JSON)")
@@ -87,7 +93,8 @@ void add_audit_options(po::options_description& desc) {
       ("feature-scale", po::value<double>()->default_value(1.0), "std of random features (features input)")
       ("output", po::value<std::string>()->default_value("hidden"),
        "built-in: hidden (final LayerNorm output; the tied head is position-wise, so causality is\n"
-       "the same as for logits, at a fraction of the cost) or logits")
+       "the same as for logits, at a fraction of the cost) or logits; with --model: the one output leaf\n"
+       "to audit, e.g. [0] or [\"logits\"] (default: every leaf with the time axis)")
       ("no-gradient-check", po::bool_switch(), "skip the gradient method")
       ("allow-lookahead", po::value<int64_t>()->default_value(0),
        "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
@@ -120,14 +127,16 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
 // --model (a TorchScript file) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
 std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
   if (vm.count("model")) {
-    if (!vm.count("input")) throw InputError("--model needs --input tokens:V or features:C");
+    if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
     if (!vm.count("seq-len")) throw InputError("--model needs --seq-len");
-    auto spec = InputSpec::parse(vm["input"].as<std::string>());
-    spec.feature_scale = vm["feature-scale"].as<double>();
-    if (!(spec.feature_scale > 0)) throw InputError("--feature-scale must be > 0");
+    std::vector<InputBinding> inputs;
+    for (const auto& text : vm["input"].as<std::vector<std::string>>()) inputs.push_back(InputBinding::parse(text));
+    const double scale = vm["feature-scale"].as<double>();
+    if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
     opt.seq_len = vm["seq-len"].as<int64_t>();
-    return std::make_unique<TorchScriptTarget>(vm["model"].as<std::string>(), spec);
+    return std::make_unique<TorchScriptTarget>(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale);
   }
+  if (!vm["time-axis"].defaulted()) throw InputError("--time-axis is for --model");
   if (vm.count("input")) throw InputError("--input is for --model (built-in models take tokens)");
   LanguageModel model{nullptr};
   if (vm.count("checkpoint")) {
@@ -190,7 +199,14 @@ int audit_main(int argc, char** argv) {
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
-    auto result = run_causality_audit(*target, opt);
+    AuditResult result;
+    if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) {  // leaf by leaf (audit/output_audit.h)
+      std::optional<std::string> only;
+      if (!vm["output"].defaulted()) only = vm["output"].as<std::string>();
+      result = run_output_audits(*ts, opt, only);
+    } else {
+      result = run_causality_audit(*target, opt);
+    }
     if (property_cases) run_property_search(*target, opt, *property_cases, result);
     std::cout << summarize(result);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");

@@ -1,5 +1,6 @@
 #include "core/distributed.h"
 #include "core/torch_compat.h"
+#include "util/error_text.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -178,7 +179,10 @@ c10::intrusive_ptr<c10d::Store> make_store(const std::string& host, int port, in
   try {
     store = c10::make_intrusive<c10d::TCPStore>(host, o);
   } catch (const std::exception& e) {
-    const std::string why = first_line(e.what());
+    // 2.x's c10 errors carry their backtrace in what(); the message is what_without_backtrace().
+    const auto* c10e = dynamic_cast<const c10::Error*>(&e);
+    std::string why = first_meaningful_line(c10e ? c10e->what_without_backtrace() : e.what());
+    if (why.empty()) why = "no reason given";
     if (o.isServer && (why.find("in use") != std::string::npos || why.find("bind") != std::string::npos))
       throw InputError(fmt::format("rank 0 cannot host the c10d store on port {} (in use?): {}; set another "
                                    "MASTER_PORT",

@@ -19,6 +19,7 @@
 #include "audit/torchscript_ops.h"
 #include "audit/torchscript_target.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 using namespace grassaudit;
 namespace fs = std::filesystem;
@@ -126,4 +127,6 @@ TEST(Torch2Files, FirstMeaningfulLineSkipsBlankLinesAndEnforcePrefixes) {
   EXPECT_EQ(first_meaningful_line("[enforce fail at inline_container.cc:129] . file in archive is not in a subdirectory"),
             "file in archive is not in a subdirectory");
   EXPECT_EQ(first_meaningful_line(" \n\t\n"), "");
+  // LibTorch 2.x: a c10 error whose message is empty holds only its backtrace.
+  EXPECT_EQ(first_meaningful_line("\nException raised from f at x.cpp:1 (most recent call first):\nframe #0: g\n"), "");
 }

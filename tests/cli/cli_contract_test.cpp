@@ -203,5 +203,40 @@ TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   }
 }
 
+// The README's Hugging Face-style snippet (two inputs, a dict output), exported and audited with
+// the flags the README gives.
+TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/README.md");
+  const std::string begin = "<!-- readme-hf-snippet:begin -->", end = "<!-- readme-hf-snippet:end -->";
+  const auto b = readme.find(begin), e = readme.find(end);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(e, std::string::npos);
+  std::string block = readme.substr(b + begin.size(), e - b - begin.size());
+  const auto code_start = block.find("```python\n"), code_end = block.rfind("```");
+  ASSERT_NE(code_start, std::string::npos);
+  block = block.substr(code_start + 10, code_end - code_start - 10);
+  write_text(t.file("snippet.py"), block);
+  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
+  auto r = cli.run({"audit", "--model", t.file("tiny_decoder.pt"), "--input", "input_ids=tokens:100", "--input",
+                    "attention_mask=ones", "--seq-len", "32", "--trials", "1", "--threads", "1", "--json",
+                    t.file("a.json")});
+  ASSERT_EQ(r.status, 0) << show(r);
+  auto j = nlohmann::json::parse(read_text(t.file("a.json")));
+  ASSERT_EQ(j["outputs"].size(), 2u);
+  EXPECT_EQ(j["outputs"][0]["path"], "[\"logits\"]");
+  EXPECT_EQ(j["outputs"][1]["path"], "[\"last_hidden_state\"]");
+  for (const auto& o : j["outputs"]) EXPECT_EQ(o["verdict"], "causal") << o.dump();
+  r = cli.run({"audit", "--model", t.file("tiny_decoder.pt"), "--input", "tokens:100", "--input", "ones", "--seq-len",
+               "32", "--trials", "1", "--threads", "1", "--output", "[\"logits\"]", "--json", t.file("b.json")});
+  ASSERT_EQ(r.status, 0) << show(r);
+  // One input where forward takes two: one line listing the arguments.
+  r = cli.run({"audit", "--model", t.file("tiny_decoder.pt"), "--input", "tokens:100", "--seq-len", "32"});
+  EXPECT_TRUE(IsOneLineError(r, "audit", {"attention_mask", "forward(self, input_ids: Tensor, attention_mask: Tensor)"}));
+}
+
 }  // namespace
 }  // namespace grassaudit::clitest

@@ -359,7 +359,7 @@ TEST(DataParallel, TorchrunLaunchesTwoRanks) {
   auto r1 = f.cli.run(f.fresh(cfg, one));
   ASSERT_EQ(r1.status, 0) << show(r1);
   const std::string cmd = fmt::format(
-      "cd '{}' && OMP_NUM_THREADS=1 GRASSAUDIT_CACHE='{}' /usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python "
+      "cd '{}' && OMP_NUM_THREADS=1 USE_LIBUV=0 GRASSAUDIT_CACHE='{}' /usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python "
       "--nproc_per_node 2 --master_addr 127.0.0.1 --master_port {} '{}' train --config '{}' --data-dir '{}' "
       "--allow-other-data --out '{}' --threads 1 --dist-timeout 20 >'{}' 2>&1",
       f.t.path(), f.cli.cache(), free_port(), GRASSAUDIT_BINARY, cfg, f.data, two, f.t.file("torchrun.log"));

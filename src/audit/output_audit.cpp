@@ -1,0 +1,103 @@
+#include "audit/output_audit.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace grassaudit {
+namespace {
+
+std::string leaf_list(const std::vector<OutputLeaf>& leaves) {
+  std::vector<std::string> parts;
+  for (const auto& l : leaves)
+    parts.push_back(fmt::format("{} [{}]{}", l.path.empty() ? "(output)" : l.path, fmt::join(l.shape, ", "),
+                                l.skipped.empty() ? "" : " (skipped: " + l.skipped + ")"));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Is a worse than b? Leaky first, then the larger horizon, then the larger effect.
+bool worse(const AuditResult& a, const AuditResult& b) {
+  if (a.leaky() != b.leaky()) return a.leaky();
+  if (a.leak_horizon != b.leak_horizon) return a.leak_horizon > b.leak_horizon;
+  return a.max_effect > b.max_effect;
+}
+
+}  // namespace
+
+AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& options,
+                              const std::optional<std::string>& only) {
+  if (only) validate_output_path(*only);
+  auto leaves = target.output_leaves(options.seq_len);
+  const std::string what = target.describe();
+  // A leaf has the time axis when its dimension K is L and follows L: a [B, D] leaf with D = L
+  // by chance is told apart at a second length of the schedule (when the model runs there).
+  const auto schedule = options.seq_lens.empty() ? audit_length_schedule(options.seq_len) : options.seq_lens;
+  const auto second = std::find_if(schedule.begin(), schedule.end(), [&](int64_t l) { return l != options.seq_len; });
+  if (leaves.size() > 1 && second != schedule.end()) {
+    std::vector<OutputLeaf> other;
+    try {
+      other = target.output_leaves(*second);
+    } catch (const InputError&) {
+      other.clear();  // the model runs at one length only (traced): the main length decides
+    }
+    if (other.size() == leaves.size())
+      for (size_t i = 0; i < leaves.size(); ++i)
+        if (leaves[i].skipped.empty() && !other[i].skipped.empty())
+          leaves[i].skipped = fmt::format("dimension {} does not follow the length (at L {}: {})",
+                                          target.signature().time_axis(), *second, other[i].skipped);
+  }
+  std::vector<const OutputLeaf*> audited;
+  for (const auto& l : leaves)
+    if (l.skipped.empty() && (!only || l.path == *only)) audited.push_back(&l);
+  if (only && audited.empty()) {
+    for (const auto& l : leaves)
+      if (l.path == *only)
+        throw InputError(fmt::format("{}: --output {}: that leaf is not audited: {}", what, *only, l.skipped));
+    throw InputError(fmt::format("{}: --output {} names no leaf of the output; its leaves: {}", what, *only, leaf_list(leaves)));
+  }
+  if (audited.empty())
+    throw InputError(fmt::format("{}: no output leaf has the time axis (a floating-point tensor [B, ...] with L = {} at "
+                                 "dimension {}); its leaves: {}",
+                                 what, options.seq_len, target.signature().time_axis(), leaf_list(leaves)));
+  // One output, the output itself: exactly today's audit.
+  if (leaves.size() == 1 && leaves[0].path.empty()) {
+    target.select_output("");
+    auto r = run_causality_audit(target, options);
+    r.output_shape = leaves[0].shape;
+    return r;
+  }
+  std::vector<AuditResult> results;
+  size_t worst = 0;
+  for (const auto* l : audited) {
+    target.select_output(l->path);
+    results.push_back(run_causality_audit(target, options));
+    if (worse(results.back(), results[worst])) worst = results.size() - 1;
+  }
+  AuditResult top = results[worst];
+  top.worst_output = audited[worst]->path;
+  double seconds = 0;
+  int64_t probes = 0;
+  for (const auto& r : results) seconds += r.seconds, probes += r.probes;
+  size_t k = 0;
+  for (const auto& l : leaves) {
+    if (!l.skipped.empty() || (only && l.path != *only)) {
+      OutputResult o;
+      o.path = l.path;
+      o.shape = l.shape;
+      o.skipped = l.skipped.empty() ? "not selected (--output)" : l.skipped;
+      top.outputs.push_back(o);
+      continue;
+    }
+    top.outputs.push_back(output_result(results[k], l.path, l.shape));
+    ++k;
+  }
+  top.seconds = seconds;  // the whole audit: every leaf
+  top.probes = probes;
+  target.select_output(top.worst_output);
+  return top;
+}
+
+}  // namespace grassaudit

@@ -1,0 +1,20 @@
+#pragma once
+// The audit of a TorchScript model's outputs leaf by leaf (audit/model_signature.h): every
+// floating-point leaf with the time axis gets its own run_causality_audit (effects are relative
+// to each leaf's own scale, so a small leaf's leak is never hidden by a large one), the others are
+// listed as skipped. The result's top-level fields are those of the worst leaf (leaky first, then
+// the largest horizon, then the largest effect); `outputs` lists every leaf.
+#include <optional>
+#include <string>
+
+#include "audit/causality_audit.h"
+#include "audit/torchscript_target.h"
+
+namespace grassaudit {
+
+// only: --output PATH, audit that leaf alone (InputError when it names no leaf or a skipped
+// one). The target is left selecting the worst leaf (for the property search).
+AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& options,
+                              const std::optional<std::string>& only = std::nullopt);
+
+}  // namespace grassaudit

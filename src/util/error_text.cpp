@@ -1,0 +1,28 @@
+#include "util/error_text.h"
+
+#include <regex>
+
+namespace grassaudit {
+namespace {
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") + 1 - b);
+}
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+}  // namespace
+
+std::string first_meaningful_line(const std::string& text) {
+  static const std::regex enforce(R"(^\[enforce fail at [^\]]*\]\s*\.?\s*)");
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = std::regex_replace(trim(text.substr(start, end - start)), enforce, "");
+    if (!line.empty() && !starts_with(line, "Exception raised from") && !starts_with(line, "frame #")) return line;
+    start = end + 1;
+  }
+  return {};
+}
+
+}  // namespace grassaudit

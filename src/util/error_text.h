@@ -1,0 +1,13 @@
+#pragma once
+// One line of a library's error text for our one-line messages: LibTorch's texts may start with
+// blank lines, carry "[enforce fail at FILE:LINE] ." prefixes, or (2.x) hold only a backtrace
+// ("Exception raised from ...", "frame #0: ...") where 1.13 had the message.
+#include <string>
+
+namespace grassaudit {
+
+// The first line that says something (trimmed, enforce prefix removed, backtrace lines skipped);
+// "" only when there is none.
+std::string first_meaningful_line(const std::string& text);
+
+}  // namespace grassaudit

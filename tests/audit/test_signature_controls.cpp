@@ -1,0 +1,81 @@
+// The model-signature controls (reference/make_signature_controls.py): tuple and dict outputs
+// audited leaf by leaf, several inputs (an attention mask), channels-first audio; every verdict
+// and horizon as brute force, leaf by leaf.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "audit/audit_suite.h"
+#include "audit/model_signature.h"
+#include "audit/output_audit.h"
+#include "audit/torchscript_target.h"
+#include "util/error.h"
+
+using namespace grassaudit;
+
+namespace {
+const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
+}
+
+TEST(SignatureControls, MatchBruteForceLeafByLeaf) {
+  AuditOptions o;
+  auto results = run_audit_suite(kDir + "signature.json", o);
+  ASSERT_GE(results.size(), 12u);
+  for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
+}
+
+TEST(SignatureControls, ASmallLeakyLeafIsTheWorstAndLeavesWithoutTimeAreSkipped) {
+  AuditOptions o;
+  o.seq_len = 16;
+  o.trials = 2;
+  {
+    TorchScriptTarget t(kDir + "signature/tuple_output_leaky_aux.pt", {InputBinding::parse("tokens:64")});
+    auto r = run_output_audits(t, o);
+    EXPECT_EQ(r.verdict, "leaky");
+    EXPECT_EQ(r.worst_output, "[1]");
+    ASSERT_EQ(r.outputs.size(), 2u);
+    EXPECT_EQ(r.outputs[0].verdict, "causal");
+    EXPECT_EQ(r.outputs[1].leak_horizon, 1);
+  }
+  {
+    TorchScriptTarget t(kDir + "signature/dict_output_causal.pt", {InputBinding::parse("tokens:64")});
+    auto r = run_output_audits(t, o);
+    ASSERT_EQ(r.outputs.size(), 4u);
+    EXPECT_EQ(r.outputs[0].path, "[\"logits\"]");
+    EXPECT_NE(r.outputs[1].skipped.find("not the length"), std::string::npos) << r.outputs[1].skipped;   // pooled [B, D]
+    EXPECT_NE(r.outputs[2].skipped.find("not floating point"), std::string::npos) << r.outputs[2].skipped;  // lengths
+    EXPECT_TRUE(r.outputs[3].skipped.empty());
+  }
+}
+
+TEST(SignatureControls, BadSignaturesAreOneLineInputErrors) {
+  const std::string mask = kDir + "signature/attention_mask_causal.pt";
+  auto error = [&](const std::string& file, const std::vector<std::string>& in, int64_t axis = 1) -> std::string {
+    std::vector<InputBinding> b;
+    try {
+      for (const auto& s : in) b.push_back(InputBinding::parse(s));
+      TorchScriptTarget t(file, b, axis);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // A missing argument lists the arguments and their types.
+  EXPECT_NE(error(mask, {"tokens:64"}).find("forward(self, input_ids: Tensor, attention_mask: Tensor)"), std::string::npos);
+  EXPECT_NE(error(mask, {"tokens:64", "ones", "ones"}).find("3 --input values for 2 arguments"), std::string::npos);
+  EXPECT_NE(error(mask, {"tokens:64", "mask=ones"}).find("no argument 'mask'"), std::string::npos);
+  EXPECT_NE(error(mask, {"ones", "zeros"}).find("nothing to perturb"), std::string::npos);
+  EXPECT_NE(error(mask, {"tokens:64", "features:2"}).find("cannot be perturbed together"), std::string::npos);
+  EXPECT_NE(error(mask, {"tokens:64", "ones"}, 0).find("dimension 0 is the batch"), std::string::npos);
+  EXPECT_NE(error(mask, {"tokens:64", "ones"}, 2).find("beyond the rank"), std::string::npos);
+  EXPECT_NE(error(kDir + "signature/audio_channels_first_causal.pt", {"features:4"}, 3).find("beyond the rank"),
+            std::string::npos);
+  EXPECT_THROW(InputBinding::parse("words:5"), InputError);
+  EXPECT_THROW(InputBinding::parse("=ones"), InputError);
+  EXPECT_THROW(InputBinding::parse("x=tokens:0"), InputError);
+  EXPECT_EQ(InputBinding::parse("attention_mask=ones").str(), "attention_mask=ones");
+  EXPECT_THROW(validate_output_path("logits"), InputError);
+  EXPECT_THROW(validate_output_path("[\"a]"), InputError);
+  validate_output_path("[1][\"logits\"][0]");
+}
