@@ -135,6 +135,66 @@ class AudioStreams(nn.Module):
         return self.conv(F.pad(torch.cat([wav, cond], 1), (2, 0)))
 
 
+class CallCounter(nn.Module):
+    """A buffer counting calls, added to the output: the same input gives other outputs on the next
+    call. Refused (state): its outputs depend on earlier calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = Emb()
+        self.head = nn.Linear(D, VOCAB)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.head(self.body(ids)) + 0.01 * self.calls
+
+
+class CacheOffset(nn.Module):
+    """A position offset kept in the module (an int attribute advanced by L each call, as a
+    streaming cache offset would be): positions shift between identical calls. Refused (state)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, D)
+        self.head = nn.Linear(D, VOCAB)
+        self.offset = 0
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        L = ids.size(1)
+        pos = torch.arange(self.offset, self.offset + L, device=ids.device).to(self.head.weight.dtype)
+        self.offset = self.offset + L
+        return self.head(self.emb(ids) + torch.sin(pos / 10.0).unsqueeze(0).unsqueeze(-1))
+
+
+class UnusedCounter(nn.Module):
+    """Counts its calls in a buffer that no output reads: causal, and the audit puts the buffer back."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = Emb()
+        self.head = nn.Linear(D, VOCAB)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.head(self.body(ids))
+
+
+class EvalNoise(nn.Module):
+    """Its own noise layer, on in eval mode too: the same input moves outputs. Refused
+    (nondeterministic in eval mode)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = Emb()
+        self.head = nn.Linear(D, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = self.body(ids)
+        return self.head(h + 0.1 * torch.randn_like(h))
+
+
 def case(name, build, inputs, verdict, horizon, why, time_axis=1, output=None, seq_len=16):
     return dict(name=name, build=build, inputs=inputs, verdict=verdict, horizon=horizon, why=why,
                 time_axis=time_axis, output=output, seq_len=seq_len)
@@ -162,6 +222,14 @@ CASES = [
          "two [B, C, T] inputs perturbed together", time_axis=2),
     case("audio-two-streams-leaky", lambda: AudioStreams(True), ["features:4", "features:2"], "leaky", 1,
          "the conditioning stream is read one step ahead", time_axis=2),
+    case("call-counter-buffer", lambda: CallCounter(), ["tokens:64"], "refused:state", 0,
+         "a buffer counting calls is added to the output"),
+    case("cache-offset-attribute", lambda: CacheOffset(), ["tokens:64"], "refused:state", 0,
+         "a position offset kept in an int attribute, advanced each call"),
+    case("unused-call-counter", lambda: UnusedCounter(), ["tokens:64"], "causal", 0,
+         "a call counter no output reads: causal, the buffer restored"),
+    case("noise-in-eval-mode", lambda: EvalNoise(), ["tokens:64"], "refused:nondeterministic", 0,
+         "its own noise layer, on in eval mode"),
     case("tuple-output-leaky-aux-only-logits", lambda: TupleOut(True), ["tokens:64"], "causal", 0,
          "the leaky tuple model with --output [0]: the logits alone are causal", output="[0]"),
 ]
@@ -273,6 +341,35 @@ def horizon(path: str, c: Dict, L: int, train: bool, dtype) -> Dict[str, int]:
     return hz
 
 
+def refusal(path: str, c: Dict) -> str:
+    """refused:state when two identical calls differ and a buffer or attribute changed between them,
+    refused:nondeterministic when they differ with no state change (eval mode, or train mode with
+    the RNG reset), else what the verdict brute force will find (not refused)."""
+    spec = parse(c["inputs"])
+    m = torch.jit.load(path)
+    m.double()
+    for train in (False, True):
+        m.train(train)
+        xs = draw(spec, 2, c["seq_len"], torch.Generator().manual_seed(5), torch.float64)
+
+        def state():
+            return {k: (v.clone() if isinstance(v, torch.Tensor) else v)
+                    for k, v in m.state_dict().items()} | {"offset": getattr(m, "offset", None)}
+        before = state()
+        with torch.no_grad():
+            if train:
+                torch.manual_seed(mac.TRAIN_SEED)
+            y1 = call(m, spec, xs, 1)
+            changed = any((not torch.equal(a, b)) if isinstance(a, torch.Tensor) else a != b
+                          for a, b in zip(before.values(), state().values()))
+            if train:
+                torch.manual_seed(mac.TRAIN_SEED)
+            y2 = call(m, spec, xs, 1)
+        if not torch.equal(y1, y2):
+            return "refused:state" if changed else "refused:nondeterministic"
+    return "not refused"
+
+
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":
         os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, "PYTHONHASHSEED": "0"})
@@ -283,6 +380,15 @@ def main() -> None:
         torch.manual_seed(100 + i)
         f = os.path.join(OUT, c["name"].replace("-", "_") + ".pt")
         torch.jit.script(c["build"]().eval()).save(f)
+        if c["verdict"].startswith("refused:"):
+            why = refusal(f, c)
+            if why != c["verdict"]:
+                failures.append(f"{c['name']}: declared {c['verdict']}, brute force {why}")
+            suite_cases.append({"name": c["name"], "model": os.path.relpath(f, AUDITS), "inputs": c["inputs"],
+                                "seq_len": c["seq_len"], "mode": "both",
+                                "expect": {"refused": c["verdict"].split(":", 1)[1]}, "why": c["why"]})
+            print(f"{c['name']:36s} {why}")
+            continue
         per_leaf: Dict[str, int] = {}
         for train in (False, True):
             for L in mac.schedule(c["seq_len"]):

@@ -276,6 +276,26 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
   return out;
 }
 
+Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
+  at::NoGradGuard no_grad;
+  const bool train = mode == AuditMode::kTrain;
+  target_.set_train(train);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 31337ULL + static_cast<uint64_t>(L));
+  auto x = random_inputs(2, L, gen);
+  const uint64_t seed = opt_.seed ^ 0xD1B54A32D192ED03ULL;
+  Repeat out;
+  target_.snapshot_state(/*restore=*/false);
+  if (train) at::manual_seed(seed);
+  auto y1 = run(x.clone());
+  out.changed = target_.changed_state();
+  if (train) at::manual_seed(seed);
+  auto y2 = run(x.clone());
+  target_.restore_state();
+  const double scale = std::max(y1.abs().max().item<double>(), 1e-300);
+  out.effect = (y2 - y1).abs().max().item<double>() / scale;
+  return out;
+}
+
 std::string Prober::try_forward(int64_t L) {
   at::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 61);

@@ -115,6 +115,15 @@ class Prober {
   // against the full length L, comparing positions t < p - guard.
   std::vector<PrefixEffect> prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard);
 
+  // The same batch [2, L] twice in `mode` (train mode: the RNG reset to the same state before
+  // each pass; nothing restored between them): the largest relative difference of the outputs
+  // (bitwise: 0 for a deterministic, stateless model) and the state the first pass changed.
+  struct Repeat {
+    double effect = 0;
+    std::string changed;
+  };
+  Repeat repeat_effect(AuditMode mode, int64_t L);
+
   // A forward pass of one random [1, L] input in the current dtype: empty, or why it failed.
   std::string try_forward(int64_t L);
 

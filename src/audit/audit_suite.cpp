@@ -47,6 +47,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     std::optional<bool> expect_rounding, expect_length, expect_batch;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
+    std::optional<std::string> refused;
     try {
       res.name = c.at("name").get<std::string>();
       model_path = (dir / c.at("model").get<std::string>()).string();
@@ -66,8 +67,15 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       opt.eval_mode = mode != "train";
       opt.train_mode = mode != "eval";
       const auto& e = c.at("expect");
-      res.expected_verdict = e.at("verdict").get<std::string>();
-      res.expected_horizon = e.at("leak_horizon").get<int64_t>();
+      if (e.contains("refused")) {  // the audit must refuse the model (exit 2), for this reason
+        refused = e["refused"].get<std::string>();
+        if (*refused != "state" && *refused != "nondeterministic")
+          throw InputError(fmt::format("case {}: expect.refused must be state or nondeterministic", res.name));
+        res.expected_verdict = "refused:" + *refused;
+      } else {
+        res.expected_verdict = e.at("verdict").get<std::string>();
+        res.expected_horizon = e.at("leak_horizon").get<int64_t>();
+      }
       if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
       if (e.contains("length_dependent")) expect_length = e["length_dependent"].get<bool>();
       if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
@@ -85,6 +93,22 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, res.name.empty() ? "?" : res.name, e.what()));
     }
     TorchScriptTarget target(model_path, inputs, time_axis);
+    if (refused) {
+      // The one-line reason the audit gives: "forward changes its state" / "nondeterministic in".
+      const std::string needle = *refused == "state" ? "forward changes its state" : "nondeterministic in";
+      try {
+        run_output_audits(target, opt, output);
+        res.verdict = "audited";
+        res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
+      } catch (const InputError& err) {
+        const std::string msg = err.what();
+        res.verdict = msg.find(needle) != std::string::npos ? res.expected_verdict : "refused:other";
+        res.pass = res.verdict == res.expected_verdict;
+        if (!res.pass) res.detail = "refused for another reason: " + msg;
+      }
+      out.push_back(res);
+      continue;
+    }
     auto r = run_output_audits(target, opt, output);
     res.verdict = r.verdict;
     res.horizon = r.leak_horizon;

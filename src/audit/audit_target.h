@@ -45,6 +45,16 @@ class AuditTarget {
   virtual at::Tensor forward_from_embedding(const at::Tensor& e) { return forward(e); }
   // SHA-256 of the exact weights probed (empty when unknown).
   virtual std::string weights_hash() { return {}; }
+  // State a forward may update (a module's buffers and non-parameter attributes): the audit's
+  // premise is that the same input gives the same output. snapshot_state records it (and, with
+  // `restore`, puts it back after every forward from then on, so no verdict depends on the order
+  // of passes); changed_state names the first thing that differs from the record ("" if none);
+  // restore_state puts the record back; end_state_tracking restores it and stops. Stateless
+  // targets keep the defaults.
+  virtual void snapshot_state(bool restore) { (void)restore; }
+  virtual std::string changed_state() { return {}; }
+  virtual void restore_state() {}
+  virtual void end_state_tracking() {}
 };
 
 }  // namespace grassaudit

@@ -86,6 +86,7 @@ class TargetStateGuard {
       : target_(t), dtype_(t.dtype()), training_(t.is_training()) {}
   ~TargetStateGuard() {
     try {
+      target_.end_state_tracking();  // the module comes back as it was given
       if (target_.dtype() != dtype_) target_.to_dtype(dtype_, nullptr);
       target_.set_train(training_);
     } catch (...) {
@@ -298,6 +299,30 @@ int64_t horizon_at(const AuditResult& r, int64_t len) {
 
 }  // namespace
 
+namespace {
+// Refuses (InputError, exit 2) a target whose outputs differ for the same batch: named state it
+// updates, or else nondeterminism in that mode (noise drawn in forward, outside the RNG the audit
+// resets). Two passes per audited mode.
+void check_repeatable(AuditTarget& target, Prober& prober, const std::vector<AuditMode>& modes, int64_t L) {
+  for (AuditMode mode : modes) {
+    const auto rep = prober.repeat_effect(mode, L);
+    if (rep.effect == 0.0) continue;
+    if (!rep.changed.empty())
+      throw InputError(fmt::format(
+          "{}: forward changes its state: {} changed during one call and the same input then gave outputs {:.3g} "
+          "(relative) apart ({} mode): its outputs depend on earlier calls, so no causality verdict is possible; keep "
+          "the state in the inputs, or reset it inside forward",
+          target.describe(), rep.changed, rep.effect, mode_name(mode)));
+    throw InputError(fmt::format(
+        "{}: nondeterministic in {} mode: the same input moved outputs by {:.3g} (relative){}; the audit needs a "
+        "model whose outputs are a function of its inputs (draw noise from torch's RNG in train mode only, or not at "
+        "all)",
+        target.describe(), mode_name(mode), rep.effect,
+        mode == AuditMode::kTrain ? " with the RNG reset to the same state before each pass" : ""));
+  }
+}
+}  // namespace
+
 void validate_audit_options(const AuditOptions& opt) {
   if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
   if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
@@ -326,6 +351,11 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   const int64_t L = lens.front();
 
   PrecisionSwitch prec(target, prober, L);
+
+  // The premise: the same input gives the same output. A model whose outputs move between
+  // identical calls, through state it updates or noise it draws, has no causality verdict.
+  check_repeatable(target, prober, modes, L);
+  target.snapshot_state(/*restore=*/true);  // state that does not change outputs: put back after every pass
 
   // Non-vacuity first, in the target's own precision.
   r.past_effect = prober.past_effect(L);

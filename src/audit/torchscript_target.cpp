@@ -5,6 +5,9 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+
+#include <set>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
@@ -45,6 +48,12 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<
     : path_(path), dtype_(at::kFloat) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
   ensure_torch2_ops();  // what PyTorch 2.x files call and this LibTorch lacks
+  // The audit runs the model's own arithmetic, op by op: no fuser. LibTorch 2.x fuses elementwise
+  // ops on the CPU (NNC, compiled with LLVM after the profiling runs), which in Debian 13's 2.6
+  // never finished compiling a 3-op group (seen: a cat + zeros_like + add model hung in
+  // LLVMCodeGen); a fused kernel would also be specialised per shape, and the audit compares
+  // passes of different shapes. 1.13 does not fuse on the CPU: nothing changes there.
+  torch::jit::setTensorExprFuserEnabled(false);
   try {
     module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
   } catch (const c10::Error& e) {
@@ -99,6 +108,7 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
 
 at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
+  if (restore_) restore_state();
   try {
     return signature_.leaf(out, output_path_, x.size(0), x.size(1));
   } catch (const InputError& e) {
@@ -113,12 +123,15 @@ std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
   const at::Tensor x = random_inputs(input(), dtype_, 2, L, gen);
   c10::IValue out;
+  snapshot_state(/*restore=*/false);  // a look at the outputs must not advance the model's state
   try {
     out = call(x);
   } catch (...) {
+    end_state_tracking();
     set_train(was_training);
     throw;
   }
+  end_state_tracking();
   set_train(was_training);
   return signature_.leaves(out, 2, L);
 }
@@ -136,11 +149,99 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
     for (const auto& b : module_->named_buffers(/*recurse=*/true))
       if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(b.value.to(dtype));
     dtype_ = dtype;
+    // The recorded state follows the conversion (restoring must not undo it).
+    for (auto& [name, v] : state_)
+      if (v.isTensor() && at::isFloatingType(v.toTensor().scalar_type())) v = v.toTensor().to(dtype);
     return true;
   } catch (const std::exception& e) {
     if (why) *why = first_line(e.what());
     return false;
   }
+}
+
+namespace {
+// The module that holds dotted attribute `name`, and the last component.
+std::pair<torch::jit::Module, std::string> owner_of(const torch::jit::Module& root, const std::string& name) {
+  torch::jit::Module m = root;
+  size_t start = 0;
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', start)) {
+    m = m.attr(name.substr(start, dot - start)).toModule();
+    start = dot + 1;
+  }
+  return {m, name.substr(start)};
+}
+
+std::string value_str(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return fmt::format("{} [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes().vec(), ", "));
+  }
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return fmt::format("{:g}", v.toDouble());
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isString()) return "'" + v.toStringRef() + "'";
+  return v.tagKind();
+}
+}  // namespace
+
+void TorchScriptTarget::snapshot_state(bool restore) {
+  std::set<std::string> params;
+  for (const auto& p : module_->named_parameters(/*recurse=*/true)) params.insert(p.name);
+  state_.clear();
+  for (const auto& a : module_->named_attributes(/*recurse=*/true)) {
+    // Parameters are the weights (hashed, never restored); `training` is the mode the audit sets.
+    if (params.count(a.name) || a.name == "training" ||
+        (a.name.size() > 9 && a.name.compare(a.name.size() - 9, 9, ".training") == 0))
+      continue;
+    const auto& v = a.value;
+    if (v.isTensor())
+      state_.emplace_back(a.name, v.toTensor().detach().clone());
+    else if (v.isInt() || v.isDouble() || v.isBool() || v.isString())
+      state_.emplace_back(a.name, v);
+  }
+  tracking_ = true;
+  restore_ = restore;
+}
+
+std::string TorchScriptTarget::changed_state() {
+  for (const auto& [name, old] : state_) {
+    auto [owner, leaf] = owner_of(*module_, name);
+    const c10::IValue now = owner.attr(leaf);
+    bool same;
+    if (old.isTensor())
+      same = now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
+             now.toTensor().scalar_type() == old.toTensor().scalar_type() && at::equal(now.toTensor(), old.toTensor());
+    else
+      same = now == old;
+    if (!same)
+      return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
+                         old.isTensor() ? "other values" : value_str(now));
+  }
+  return {};
+}
+
+void TorchScriptTarget::restore_state() {
+  at::NoGradGuard no_grad;
+  for (const auto& [name, old] : state_) {
+    auto [owner, leaf] = owner_of(*module_, name);
+    if (old.isTensor()) {
+      const c10::IValue now = owner.attr(leaf);
+      if (now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
+          now.toTensor().scalar_type() == old.toTensor().scalar_type())
+        now.toTensor().copy_(old.toTensor());
+      else
+        owner.setattr(leaf, old.toTensor().clone());
+    } else {
+      owner.setattr(leaf, old);
+    }
+  }
+}
+
+void TorchScriptTarget::end_state_tracking() {
+  if (!tracking_) return;
+  restore_state();
+  tracking_ = restore_ = false;
+  state_.clear();
 }
 
 std::string TorchScriptTarget::weights_hash() {

@@ -3,6 +3,7 @@
 // (audit/model_signature.h): forward's arguments bound to --input values, time at --time-axis,
 // and one output leaf selected at a time (select_output; "" = a one-tensor output).
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ class TorchScriptTarget : public AuditTarget {
   // Feature models are differentiable in their inputs; token models have no embedding handle.
   bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
+  void snapshot_state(bool restore) override;
+  std::string changed_state() override;
+  void restore_state() override;
+  void end_state_tracking() override;
 
   const ModelSignature& signature() const { return signature_; }
   // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
@@ -44,6 +49,9 @@ class TorchScriptTarget : public AuditTarget {
 
  private:
   c10::IValue call(const at::Tensor& x);
+  // The recorded state: dotted attribute name -> value (tensors cloned; int, float, bool, str).
+  std::vector<std::pair<std::string, c10::IValue>> state_;
+  bool tracking_ = false, restore_ = false;
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
   ModelSignature signature_;

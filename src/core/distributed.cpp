@@ -177,6 +177,7 @@ c10::intrusive_ptr<c10d::Store> make_store(const std::string& host, int port, in
 #endif
   c10::intrusive_ptr<c10d::Store> store;
   try {
+    const QuietC10Logs quiet;  // the failure is our one line below, not c10's retry log
     store = c10::make_intrusive<c10d::TCPStore>(host, o);
   } catch (const std::exception& e) {
     // 2.x's c10 errors carry their backtrace in what(); the message is what_without_backtrace().

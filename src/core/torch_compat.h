@@ -25,7 +25,30 @@
 #define GRASSAUDIT_TCPSTORE_HAS_LIBUV 0
 #endif
 
+#include <c10/macros/cmake_macros.h>
+#if !defined(C10_USE_GLOG)
+#include <c10/util/Logging.h>
+#endif
+
 namespace grassaudit {
+
+// LibTorch 2.x's TCPStore logs every failed connection attempt (with its backtrace) at ERROR
+// level on stderr before it throws; grassaudit reports the failure as its own one line. Where
+// c10 logs by itself (Debian 13's 2.6; not Debian 12's glog build, which logs none of this) its
+// level is raised to FATAL for the scope of this guard.
+class QuietC10Logs {
+ public:
+#if !defined(C10_USE_GLOG)
+  QuietC10Logs() : old_(FLAGS_caffe2_log_level) { FLAGS_caffe2_log_level = 3; }
+  ~QuietC10Logs() { FLAGS_caffe2_log_level = old_; }
+ private:
+  int old_;
+#else
+  QuietC10Logs() {}
+#endif
+  QuietC10Logs(const QuietC10Logs&) = delete;
+  QuietC10Logs& operator=(const QuietC10Logs&) = delete;
+};
 
 // Optimizer::zero_grad: 1.13 zeroes every gradient in place (and takes no argument); 2.x's
 // default (set_to_none = true) drops them, and AdamW then skips a parameter that got no gradient

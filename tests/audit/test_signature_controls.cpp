@@ -2,6 +2,7 @@
 // audited leaf by leaf, several inputs (an attention mask), channels-first audio; every verdict
 // and horizon as brute force, leaf by leaf.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,7 +22,7 @@ const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 TEST(SignatureControls, MatchBruteForceLeafByLeaf) {
   AuditOptions o;
   auto results = run_audit_suite(kDir + "signature.json", o);
-  ASSERT_GE(results.size(), 12u);
+  ASSERT_GE(results.size(), 16u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }
 
@@ -47,6 +48,41 @@ TEST(SignatureControls, ASmallLeakyLeafIsTheWorstAndLeavesWithoutTimeAreSkipped)
     EXPECT_NE(r.outputs[2].skipped.find("not floating point"), std::string::npos) << r.outputs[2].skipped;  // lengths
     EXPECT_TRUE(r.outputs[3].skipped.empty());
   }
+}
+
+// State a forward updates without changing its outputs is put back: the module comes back as it
+// was given, whatever the audit ran. State that changes outputs, and noise, are refused.
+TEST(SignatureControls, StateIsRestoredOrRefusedAndNoiseIsRefused) {
+  AuditOptions o;
+  o.seq_len = 16;
+  o.trials = 1;
+  {
+    TorchScriptTarget t(kDir + "signature/unused_call_counter.pt", {InputBinding::parse("tokens:64")});
+    EXPECT_EQ(run_output_audits(t, o).verdict, "causal");
+    t.snapshot_state(false);
+    t.set_train(false);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+    t.forward(at::randint(0, 64, {2, 16}, gen, at::TensorOptions().dtype(at::kLong)));
+    EXPECT_NE(t.changed_state().find("buffer 'calls'"), std::string::npos);
+    t.end_state_tracking();
+  }
+  auto refusal = [&](const std::string& file) -> std::string {
+    TorchScriptTarget t(kDir + "signature/" + file, {InputBinding::parse("tokens:64")});
+    try {
+      run_output_audits(t, o);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string counter = refusal("call_counter_buffer.pt");
+  EXPECT_NE(counter.find("forward changes its state: buffer 'calls'"), std::string::npos) << counter;
+  EXPECT_NE(counter.find("depend on earlier calls"), std::string::npos) << counter;
+  const std::string offset = refusal("cache_offset_attribute.pt");
+  EXPECT_NE(offset.find("attribute 'offset' (0 -> 16)"), std::string::npos) << offset;
+  const std::string noise = refusal("noise_in_eval_mode.pt");
+  EXPECT_NE(noise.find("nondeterministic in eval mode: the same input moved outputs by"), std::string::npos) << noise;
+  EXPECT_EQ(noise.find('\n'), std::string::npos);
 }
 
 TEST(SignatureControls, BadSignaturesAreOneLineInputErrors) {
