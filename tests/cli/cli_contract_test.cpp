@@ -176,20 +176,25 @@ TEST(CliContract, TracedFixedLengthNamesTheLength) {
   EXPECT_NE(j["notes"].dump().find("does not run at prefix length"), std::string::npos) << j["notes"].dump();
 }
 
+// The python code between <!-- MARKER:begin --> and <!-- MARKER:end --> in README.md ("" if none).
+std::string readme_python_block(const std::string& marker) {
+  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/README.md");
+  const std::string begin = "<!-- " + marker + ":begin -->", end = "<!-- " + marker + ":end -->";
+  const auto b = readme.find(begin), e = readme.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return "";
+  const std::string block = readme.substr(b + begin.size(), e - b - begin.size());
+  const auto code_start = block.find("```python\n"), code_end = block.rfind("```");
+  if (code_start == std::string::npos || code_end <= code_start) return "";
+  return block.substr(code_start + 10, code_end - code_start - 10);
+}
+
 // The README's export snippet, run with Debian's python3-torch, then audited as the README says.
 TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/README.md");
-  const std::string begin = "<!-- readme-audit-snippet:begin -->", end = "<!-- readme-audit-snippet:end -->";
-  const auto b = readme.find(begin), e = readme.find(end);
-  ASSERT_NE(b, std::string::npos);
-  ASSERT_NE(e, std::string::npos);
-  std::string block = readme.substr(b + begin.size(), e - b - begin.size());
-  const auto code_start = block.find("```python\n"), code_end = block.rfind("```");
-  ASSERT_NE(code_start, std::string::npos);
-  block = block.substr(code_start + 10, code_end - code_start - 10);
+  const std::string block = readme_python_block("readme-audit-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-audit-snippet python block in README.md";
   write_text(t.file("snippet.py"), block);
   const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
@@ -209,15 +214,8 @@ TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/README.md");
-  const std::string begin = "<!-- readme-hf-snippet:begin -->", end = "<!-- readme-hf-snippet:end -->";
-  const auto b = readme.find(begin), e = readme.find(end);
-  ASSERT_NE(b, std::string::npos);
-  ASSERT_NE(e, std::string::npos);
-  std::string block = readme.substr(b + begin.size(), e - b - begin.size());
-  const auto code_start = block.find("```python\n"), code_end = block.rfind("```");
-  ASSERT_NE(code_start, std::string::npos);
-  block = block.substr(code_start + 10, code_end - code_start - 10);
+  const std::string block = readme_python_block("readme-hf-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-hf-snippet python block in README.md";
   write_text(t.file("snippet.py"), block);
   const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
