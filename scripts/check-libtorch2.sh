@@ -54,16 +54,7 @@ for tool in apt-get dpkg python3 cmake c++; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
 
-# The mirror host this machine's apt already uses (deb822 "URIs:" or one-line "deb URL"),
-# skipping the security archive; deb.debian.org when none is found.
-system_mirror() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    sed -nE -e 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p' \
-            -e 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' "$f"
-  done | grep -E '/debian/?$' | grep -v security | head -n1
-}
+. "$(dirname "$0")/lib/debian-mirror.sh"   # system_mirror
 LT2_MIRROR=${LT2_MIRROR:-$(system_mirror)}
 LT2_MIRROR=${LT2_MIRROR:-http://deb.debian.org/debian}
 

@@ -37,14 +37,7 @@ for tool in debootstrap chroot unshare mount sha256sum flock; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install debootstrap util-linux)"
 done
 
-system_mirror() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    sed -nE -e 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p' \
-            -e 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' "$f"
-  done | grep -E '/debian/?$' | grep -v security | head -n1
-}
+. "$(dirname "$0")/lib/debian-mirror.sh"   # system_mirror
 MIRROR=${DEBIAN13_MIRROR:-$(system_mirror)}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 

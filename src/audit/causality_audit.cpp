@@ -13,6 +13,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/contract_checks.h"
+#include "audit/model_signature.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
@@ -20,23 +21,14 @@
 namespace grassaudit {
 
 InputSpec InputSpec::parse(const std::string& text) {
-  auto colon = text.find(':');
-  std::string kind = text.substr(0, colon);
-  if (colon == std::string::npos || (kind != "tokens" && kind != "features"))
+  // One perturbed input, no name: the model signature's parser (audit/model_signature.h) says
+  // what a KIND is; here only tokens:V and features:C make sense.
+  const InputBinding b = InputBinding::parse(text);
+  if (!b.name.empty() || !b.perturbed())
     throw InputError(fmt::format("--input must be tokens:V or features:C, got '{}'", text));
-  std::string num = text.substr(colon + 1);
-  size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(num, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (num.empty() || used != num.size() || n < 1)
-    throw InputError(fmt::format("--input {}: '{}' is not a positive integer", kind, num));
   InputSpec s;
-  s.kind = kind == "tokens" ? Kind::kTokens : Kind::kFeatures;
-  s.size = n;
+  s.kind = b.kind == InputBinding::Kind::kTokens ? Kind::kTokens : Kind::kFeatures;
+  s.size = b.size;
   return s;
 }
 
