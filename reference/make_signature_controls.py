@@ -12,6 +12,7 @@ The script aborts when a declared expectation disagrees.
 
 Run with Debian's python (torch 1.13):  /usr/bin/python3 reference/make_signature_controls.py
 """
+import copy
 import json
 import os
 import sys
@@ -195,9 +196,32 @@ class EvalNoise(nn.Module):
         return self.head(h + 0.1 * torch.randn_like(h))
 
 
-def case(name, build, inputs, verdict, horizon, why, time_axis=1, output=None, seq_len=16):
+class BiRNN(nn.Module):
+    """A bidirectional LSTM or GRU over token embeddings: y_t reads the whole sequence (the backward
+    direction), horizon L-1. Its gates keep memory (forget/update gate biases +4), so the farthest
+    input still moves y_0 by ~1e-2 in float64, far above rounding but, through 63 steps, below the
+    old fixed float32 threshold of 1e-4 for part of the reach. torch.jit.trace bakes the initial
+    state's dtype (float32) into the graph: the plain float64 forward fails."""
+
+    def __init__(self, cell: str):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, 8)
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(8, 8, batch_first=True, bidirectional=True)
+        with torch.no_grad():
+            for name, p in self.rnn.named_parameters():
+                if "bias" in name:
+                    p.zero_()
+                    n = p.numel() // (4 if cell == "lstm" else 3)
+                    p[n:2 * n] = 4.0  # LSTM forget gate, GRU update gate: open
+        self.head = nn.Linear(16, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.rnn(self.emb(ids))[0])
+
+
+def case(name, build, inputs, verdict, horizon, why, time_axis=1, output=None, seq_len=16, trace=False):
     return dict(name=name, build=build, inputs=inputs, verdict=verdict, horizon=horizon, why=why,
-                time_axis=time_axis, output=output, seq_len=seq_len)
+                time_axis=time_axis, output=output, seq_len=seq_len, trace=trace)
 
 
 CASES = [
@@ -230,6 +254,10 @@ CASES = [
          "a call counter no output reads: causal, the buffer restored"),
     case("noise-in-eval-mode", lambda: EvalNoise(), ["tokens:64"], "refused:nondeterministic", 0,
          "its own noise layer, on in eval mode"),
+    case("traced-bidirectional-lstm", lambda: BiRNN("lstm"), ["tokens:64"], "leaky", 63,
+         "torch.jit.trace of a bidirectional LSTM (float32 initial state baked in)", seq_len=64, trace=True),
+    case("traced-bidirectional-gru", lambda: BiRNN("gru"), ["tokens:64"], "leaky", 63,
+         "torch.jit.trace of a bidirectional GRU (float32 initial state baked in)", seq_len=64, trace=True),
     case("tuple-output-leaky-aux-only-logits", lambda: TupleOut(True), ["tokens:64"], "causal", 0,
          "the leaky tuple model with --output [0]: the logits alone are causal", output="[0]"),
 ]
@@ -313,9 +341,10 @@ def audited(out, B: int, L: int, time_axis: int, only) -> Dict[str, torch.Tensor
     return res
 
 
-def horizon(path: str, c: Dict, L: int, train: bool, dtype) -> Dict[str, int]:
+def horizon(path: str, c: Dict, L: int, train: bool, dtype, eager=None) -> Dict[str, int]:
     spec = parse(c["inputs"])
-    m = torch.jit.load(path)
+    # A traced file cannot run in float64 (its float32 constants): brute force runs the eager model.
+    m = copy.deepcopy(eager) if eager is not None else torch.jit.load(path)
     m.to(dtype)
     m.train(train)
     gen = torch.Generator().manual_seed(1000 + L)
@@ -379,7 +408,11 @@ def main() -> None:
     for i, c in enumerate(CASES):
         torch.manual_seed(100 + i)
         f = os.path.join(OUT, c["name"].replace("-", "_") + ".pt")
-        torch.jit.script(c["build"]().eval()).save(f)
+        model = c["build"]().eval()
+        if c["trace"]:
+            torch.jit.trace(model, torch.zeros(2, c["seq_len"], dtype=torch.long), check_trace=False).save(f)
+        else:
+            torch.jit.script(model).save(f)
         if c["verdict"].startswith("refused:"):
             why = refusal(f, c)
             if why != c["verdict"]:
@@ -390,9 +423,10 @@ def main() -> None:
             print(f"{c['name']:36s} {why}")
             continue
         per_leaf: Dict[str, int] = {}
+        lengths = [c["seq_len"]] if c["trace"] else mac.schedule(c["seq_len"])
         for train in (False, True):
-            for L in mac.schedule(c["seq_len"]):
-                for k, h in horizon(f, c, L, train, torch.float64).items():
+            for L in lengths:
+                for k, h in horizon(f, c, L, train, torch.float64, model if c["trace"] else None).items():
                     per_leaf[k] = max(per_leaf.get(k, 0), h)
         worst = max(per_leaf.values())
         verdict = "leaky" if worst > 0 else "causal"
@@ -401,7 +435,9 @@ def main() -> None:
         entry = {"name": c["name"], "model": os.path.relpath(f, AUDITS), "inputs": c["inputs"],
                  "seq_len": c["seq_len"], "mode": "both",
                  "expect": {"verdict": c["verdict"], "leak_horizon": c["horizon"]}, "why": c["why"],
-                 "checked": {"lengths": mac.schedule(c["seq_len"]), "leak_horizon_by_output": per_leaf}}
+                 "checked": {"lengths": lengths, "leak_horizon_by_output": per_leaf}}
+        if c["trace"]:
+            entry["seq_lens"] = lengths
         if c["time_axis"] != 1:
             entry["time_axis"] = c["time_axis"]
         if c["output"] is not None:

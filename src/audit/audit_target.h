@@ -38,6 +38,13 @@ class AuditTarget {
   // Converts parameters (and float inputs) to dtype; returns false with `why` if impossible.
   virtual bool to_dtype(at::ScalarType dtype, std::string* why) = 0;
   virtual at::ScalarType dtype() const = 0;
+  // When the float64 forward fails (a traced model with float32 constants baked in): make the
+  // float64 run possible another way, e.g. with the graph's float32 constants and dtype arguments
+  // promoted; returns false (the default) when there is none, else true with `what` was done.
+  virtual bool promote_float32_constants(std::string* what) {
+    (void)what;
+    return false;
+  }
   // The gradient method: inputs as a differentiable leaf. Tokens: the input embeddings E[x]
   // [B, L, E]; features: x itself. Return false when the target cannot expose them.
   virtual bool supports_gradient() const { return false; }

@@ -23,6 +23,16 @@ bool PrecisionSwitch::to_float64() {
     const std::string failed = prober_.try_forward(L_);
     if (failed.empty()) return true;
     why = "forward failed in float64: " + failed;
+    std::string what;
+    if (target_.promote_float32_constants(&what)) {
+      if (prober_.try_forward(L_).empty()) {
+        notes_.push_back(fmt::format("float64 decided on a copy of the model with {} (the plain float64 forward "
+                                     "failed: {})",
+                                     what, failed));
+        return true;
+      }
+      why += "; also with " + what;
+    }
     to_own();
   }
   unavailable_ = true;

@@ -6,6 +6,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/constants.h>
 
 #include <set>
 #include <ATen/CPUGeneratorImpl.h>
@@ -74,6 +76,8 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<
       break;
     }
   }
+  own_dtype_ = dtype_;
+  active_ = module_.get();
 }
 
 TorchScriptTarget::~TorchScriptTarget() = default;
@@ -95,7 +99,7 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
   try {
     torch::jit::Kwargs kwargs;
     for (auto& [name, value] : signature_.arguments(x)) kwargs.emplace(name, std::move(value));
-    return module_->get_method("forward")({}, kwargs);
+    return active_->get_method("forward")({}, kwargs);
   } catch (const c10::Error& e) {
     throw failed(first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
@@ -136,18 +140,65 @@ std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
   return signature_.leaves(out, 2, L);
 }
 
-void TorchScriptTarget::set_train(bool train) { module_->train(train); }
-bool TorchScriptTarget::is_training() const { return module_->is_training(); }
+void TorchScriptTarget::set_train(bool train) { active_->train(train); }
+bool TorchScriptTarget::is_training() const { return active_->is_training(); }
+
+namespace {
+// Floating parameters and buffers to dtype (as Python's Module.double() does); jit::Module::to
+// would also cast integer buffers such as index tables and break the model.
+void convert_floating(torch::jit::Module& m, at::ScalarType dtype) {
+  at::NoGradGuard no_grad;
+  for (const auto& p : m.named_parameters(/*recurse=*/true))
+    if (at::isFloatingType(p.value.scalar_type())) p.value.set_data(p.value.to(dtype));
+  for (const auto& b : m.named_buffers(/*recurse=*/true))
+    if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(b.value.to(dtype));
+}
+
+// In every method graph of every submodule: float32 tensor constants become float64 and constant
+// dtype arguments that say float32 (what torch.jit.trace bakes: zeros(..., dtype=6)) say float64.
+struct Promoted {
+  int tensors = 0, dtypes = 0;
+};
+void promote_block(torch::jit::Block* block, torch::jit::Graph& g, Promoted& n) {
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* b : node->blocks()) promote_block(b, g, n);
+    if (node->kind() == c10::prim::Constant) {
+      if (node->output()->type()->kind() != c10::TypeKind::TensorType) continue;
+      auto v = torch::jit::toIValue(node->output());
+      if (v && v->isTensor() && v->toTensor().scalar_type() == at::kFloat) {
+        const at::Tensor t = v->toTensor().to(at::kDouble);
+        node->t_(c10::attr::value, t);
+        node->output()->inferTypeFrom(t);
+        ++n.tensors;
+      }
+      continue;
+    }
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) continue;
+    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+      if (schema->arguments()[i].name() != "dtype") continue;
+      torch::jit::Value* in = node->input(i);
+      if (in->node()->kind() != c10::prim::Constant) continue;
+      auto v = torch::jit::toIValue(in);
+      if (!v || !v->isInt() || v->toInt() != static_cast<int64_t>(at::kFloat)) continue;
+      torch::jit::WithInsertPoint guard(node);
+      node->replaceInput(i, g.insertConstant(static_cast<int64_t>(at::kDouble)));
+      ++n.dtypes;
+    }
+  }
+}
+}  // namespace
 
 bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
   try {
-    // Only floating tensors change type (as Python's Module.double() does); jit::Module::to
-    // would also cast integer buffers such as index tables and break the model.
-    at::NoGradGuard no_grad;
-    for (const auto& p : module_->named_parameters(/*recurse=*/true))
-      if (at::isFloatingType(p.value.scalar_type())) p.value.set_data(p.value.to(dtype));
-    for (const auto& b : module_->named_buffers(/*recurse=*/true))
-      if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(b.value.to(dtype));
+    if (module64_) {  // promoted: float64 runs the promoted copy, the own dtype the original
+      const bool training = active_->is_training();
+      active_ = dtype == at::kDouble ? module64_.get() : module_.get();
+      if (dtype != at::kDouble && dtype != own_dtype_) convert_floating(*module_, dtype);
+      active_->train(training);
+    } else {
+      convert_floating(*module_, dtype);
+    }
     dtype_ = dtype;
     // The recorded state follows the conversion (restoring must not undo it).
     for (auto& [name, v] : state_)
@@ -155,6 +206,34 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
     return true;
   } catch (const std::exception& e) {
     if (why) *why = first_line(e.what());
+    return false;
+  }
+}
+
+bool TorchScriptTarget::promote_float32_constants(std::string* what) {
+  if (module64_) return false;  // tried already
+  try {
+    auto copy = std::make_unique<torch::jit::Module>(torch::jit::load(path_));
+    Promoted n;
+    for (const auto& sub : copy->modules())
+      for (const auto& method : sub.get_methods()) {
+        auto g = method.graph();
+        promote_block(g->block(), *g, n);
+      }
+    if (n.tensors + n.dtypes == 0) return false;
+    convert_floating(*copy, at::kDouble);
+    copy->train(active_->is_training());
+    convert_floating(*module_, own_dtype_);  // the original goes back to its own dtype, exactly
+    module64_ = std::move(copy);
+    active_ = module64_.get();
+    dtype_ = at::kDouble;
+    if (what)
+      *what = fmt::format("the graph's float32 constants promoted to float64 ({} tensor constants, {} dtype arguments)",
+                          n.tensors, n.dtypes);
+    return true;
+  } catch (const std::exception& e) {
+    module64_.reset();
+    active_ = module_.get();
     return false;
   }
 }
@@ -186,9 +265,9 @@ std::string value_str(const c10::IValue& v) {
 
 void TorchScriptTarget::snapshot_state(bool restore) {
   std::set<std::string> params;
-  for (const auto& p : module_->named_parameters(/*recurse=*/true)) params.insert(p.name);
+  for (const auto& p : active_->named_parameters(/*recurse=*/true)) params.insert(p.name);
   state_.clear();
-  for (const auto& a : module_->named_attributes(/*recurse=*/true)) {
+  for (const auto& a : active_->named_attributes(/*recurse=*/true)) {
     // Parameters are the weights (hashed, never restored); `training` is the mode the audit sets.
     if (params.count(a.name) || a.name == "training" ||
         (a.name.size() > 9 && a.name.compare(a.name.size() - 9, 9, ".training") == 0))
@@ -205,7 +284,7 @@ void TorchScriptTarget::snapshot_state(bool restore) {
 
 std::string TorchScriptTarget::changed_state() {
   for (const auto& [name, old] : state_) {
-    auto [owner, leaf] = owner_of(*module_, name);
+    auto [owner, leaf] = owner_of(*active_, name);
     const c10::IValue now = owner.attr(leaf);
     bool same;
     if (old.isTensor())
@@ -223,7 +302,7 @@ std::string TorchScriptTarget::changed_state() {
 void TorchScriptTarget::restore_state() {
   at::NoGradGuard no_grad;
   for (const auto& [name, old] : state_) {
-    auto [owner, leaf] = owner_of(*module_, name);
+    auto [owner, leaf] = owner_of(*active_, name);
     if (old.isTensor()) {
       const c10::IValue now = owner.attr(leaf);
       if (now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&

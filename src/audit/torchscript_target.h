@@ -31,6 +31,9 @@ class TorchScriptTarget : public AuditTarget {
   void set_train(bool train) override;
   bool is_training() const override;
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
+  // A second copy of the file with its graphs' float32 constants and dtype arguments promoted;
+  // float64 then runs that copy (a traced model with baked float32 constants), the own dtype the original.
+  bool promote_float32_constants(std::string* what) override;
   at::ScalarType dtype() const override { return dtype_; }
   // Feature models are differentiable in their inputs; token models have no embedding handle.
   bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
@@ -54,9 +57,12 @@ class TorchScriptTarget : public AuditTarget {
   bool tracking_ = false, restore_ = false;
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
+  std::unique_ptr<torch::jit::Module> module64_;  // promoted copy (promote_float32_constants)
+  torch::jit::Module* active_ = nullptr;          // the module forward runs: module_ or module64_
   ModelSignature signature_;
   std::string output_path_;
   at::ScalarType dtype_;
+  at::ScalarType own_dtype_ = at::kFloat;
 };
 
 }  // namespace grassaudit

@@ -22,7 +22,7 @@ const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 TEST(SignatureControls, MatchBruteForceLeafByLeaf) {
   AuditOptions o;
   auto results = run_audit_suite(kDir + "signature.json", o);
-  ASSERT_GE(results.size(), 16u);
+  ASSERT_GE(results.size(), 18u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }
 
@@ -83,6 +83,27 @@ TEST(SignatureControls, StateIsRestoredOrRefusedAndNoiseIsRefused) {
   const std::string noise = refusal("noise_in_eval_mode.pt");
   EXPECT_NE(noise.find("nondeterministic in eval mode: the same input moved outputs by"), std::string::npos) << noise;
   EXPECT_EQ(noise.find('\n'), std::string::npos);
+}
+
+// torch.jit.trace bakes the bidirectional RNN's float32 initial state into the graph: the plain
+// float64 forward fails, and the float64 decision runs a copy with those constants promoted.
+TEST(SignatureControls, TracedFloat32ConstantsArePromotedForTheFloat64Decision) {
+  AuditOptions o;
+  o.seq_len = 64;
+  o.seq_lens = {64};
+  o.trials = 1;
+  o.length_check = false;
+  o.train_mode = false;
+  for (const char* cell : {"lstm", "gru"}) {
+    SCOPED_TRACE(cell);
+    TorchScriptTarget t(kDir + "signature/traced_bidirectional_" + cell + ".pt", {InputBinding::parse("tokens:64")});
+    auto r = run_output_audits(t, o);
+    EXPECT_EQ(r.precision, "float64");
+    EXPECT_EQ(r.leak_horizon, 63);
+    ASSERT_FALSE(r.notes.empty());
+    EXPECT_NE(r.notes[0].find("float32 constants promoted to float64"), std::string::npos) << r.notes[0];
+    EXPECT_EQ(t.dtype(), at::kFloat);  // the target comes back in its own dtype
+  }
 }
 
 TEST(SignatureControls, BadSignaturesAreOneLineInputErrors) {
