@@ -519,7 +519,6 @@ OutputResult output_result(const AuditResult& r, const std::string& path, const 
   o.length_dependent = r.length_dependent;
   o.batch_coupled = r.batch_coupled;
   o.past_horizon = r.past_horizon;
-  o.seconds = r.seconds;
   return o;
 }
 

@@ -129,7 +129,6 @@ struct OutputResult {
   std::vector<std::string> violations;  // kinds
   std::optional<bool> length_dependent, batch_coupled;
   std::optional<int64_t> past_horizon;
-  double seconds = 0;
 };
 
 struct AuditResult {

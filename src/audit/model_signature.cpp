@@ -120,7 +120,7 @@ std::string ModelSignature::describe_arguments(const std::vector<ForwardArgument
 
 ModelSignature::ModelSignature(const std::vector<ForwardArgument>& args, const std::vector<InputBinding>& inputs,
                                int64_t time_axis, double feature_scale)
-    : args_(args), time_axis_(time_axis) {
+    : time_axis_(time_axis) {
   const std::string listing = describe_arguments(args);
   std::vector<std::optional<InputBinding>> bound(args.size());
   for (const auto& in : inputs) {
@@ -244,7 +244,7 @@ std::vector<OutputLeaf> ModelSignature::leaves(const c10::IValue& out, int64_t b
   return leaves;
 }
 
-at::Tensor ModelSignature::leaf(const c10::IValue& out, const std::string& path, int64_t batch, int64_t L) const {
+at::Tensor ModelSignature::leaf(const c10::IValue& out, const std::string& path) const {
   c10::IValue v = out;
   std::string walked;
   for (const auto& s : parse_path(path)) {
@@ -283,8 +283,6 @@ at::Tensor ModelSignature::leaf(const c10::IValue& out, const std::string& path,
                                    path.empty() ? "(the output itself)" : path, shape_str(t), time_axis_));
     t = t.movedim(time_axis_, 1);
   }
-  (void)batch;
-  (void)L;
   return t;
 }
 

@@ -72,13 +72,12 @@ class ModelSignature {
   std::vector<OutputLeaf> leaves(const c10::IValue& out, int64_t batch, int64_t L) const;
   // The leaf at `path` of `out`, time moved to dimension 1 ([B, L, ...] for the prober to check);
   // InputError naming the path when it is missing, not a tensor, or has no dimension K.
-  at::Tensor leaf(const c10::IValue& out, const std::string& path, int64_t batch, int64_t L) const;
+  at::Tensor leaf(const c10::IValue& out, const std::string& path) const;
 
   // "forward(self, input_ids: Tensor, attention_mask: Tensor = ...)" for messages.
   static std::string describe_arguments(const std::vector<ForwardArgument>& args);
 
  private:
-  std::vector<ForwardArgument> args_;
   std::vector<InputBinding> bindings_;  // in argument order, names resolved
   InputSpec canonical_;
   int64_t time_axis_ = 1;

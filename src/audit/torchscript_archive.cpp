@@ -16,12 +16,6 @@
 namespace grassaudit {
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") + 1 - b);
-}
-
 uint64_t le(const unsigned char* p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];

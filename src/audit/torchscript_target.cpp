@@ -18,12 +18,10 @@
 #include "audit/torchscript_ops.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/error_text.h"
 #include "util/sha256.h"
 
 namespace grassaudit {
-namespace {
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-}  // namespace
 
 namespace {
 std::vector<ForwardArgument> forward_arguments(torch::jit::Module& m) {
@@ -101,12 +99,12 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
     for (auto& [name, value] : signature_.arguments(x)) kwargs.emplace(name, std::move(value));
     return active_->get_method("forward")({}, kwargs);
   } catch (const c10::Error& e) {
-    throw failed(first_line(e.what_without_backtrace()));
+    throw failed(first_meaningful_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     std::string what = e.what();
     auto pos = what.rfind("RuntimeError:");
     if (pos == std::string::npos) pos = what.rfind("Error:");
-    throw failed(first_line(pos == std::string::npos ? what : what.substr(pos)));
+    throw failed(first_meaningful_line(pos == std::string::npos ? what : what.substr(pos)));
   }
 }
 
@@ -114,7 +112,7 @@ at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
   if (restore_) restore_state();
   try {
-    return signature_.leaf(out, output_path_, x.size(0), x.size(1));
+    return signature_.leaf(out, output_path_);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", path_, e.what()));
   }
@@ -205,7 +203,7 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
       if (v.isTensor() && at::isFloatingType(v.toTensor().scalar_type())) v = v.toTensor().to(dtype);
     return true;
   } catch (const std::exception& e) {
-    if (why) *why = first_line(e.what());
+    if (why) *why = first_meaningful_line(e.what());
     return false;
   }
 }
