@@ -9,8 +9,9 @@
 # Inside the root the checkout, the data folder, the build folder and the ccache folder keep their
 # absolute paths (bind mounts in a private mount namespace, gone when this script ends, whatever
 # ends it), so compile paths, test paths and the data lookup are the host's. The build folder is
-# CACHE/build-debian13 and ccache CACHE/ccache-debian13 (CACHE as in debian13-root.sh): never the
-# checkout's build/, which stays the host's LibTorch 1.13 build.
+# CACHE/build-debian13-HASH and ccache CACHE/ccache-debian13 (CACHE as in debian13-root.sh): never the
+# checkout's build/, which stays the host's LibTorch 1.13 build (HASH: of the checkout's path, one
+# build folder per checkout, as CMake ties a build to its source).
 #
 # Tests left out on 2.6 (SLOW_ON_26, run on the host's 1.13 build by the same .ci/run): none today;
 # the README's "Supported LibTorch versions" says why whenever the list is not empty.
@@ -24,7 +25,8 @@ SLOW_ON_26=()
 
 ROOT=$(bash "$HERE/debian13-root.sh" | tail -n1)
 CACHE=$(dirname "$ROOT")
-BUILD=${DEBIAN13_BUILD:-$CACHE/build-debian13}   # another checkout needs its own (CMake ties a build to its source)
+# One build folder per checkout (CMake ties a build to its source): named by a hash of its path.
+BUILD=${DEBIAN13_BUILD:-$CACHE/build-debian13-$(printf '%s' "$SRC" | sha256sum | cut -c1-12)}
 CCACHE=$CACHE/ccache-debian13
 mkdir -p "$BUILD" "$CCACHE"
 DATA=${GRASSAUDIT_DATA:-$SRC/../shared/data}
