@@ -39,6 +39,8 @@ WIDTH = 16
 MAX_LEN = 64
 TRAIN_SEED = 1234          # RNG seed re-set before each paired train-mode pass
 TOL_F64 = 1e-9             # relative (to max |y|) change that counts as a dependence in float64
+FLOOR_MARGIN = 100         # ... unless the model's float64 floor is higher: then margin x floor
+FLOAT32_SIZED = 1e-11      # a float64 floor above this is float32-sized (a float32 island)
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,6 +454,54 @@ class Retention(nn.Module):
         return h + (q @ k.transpose(1, 2) / self.width * decay) @ v
 
 
+class Float32SoftmaxAttention(nn.Module):
+    """Attention that upcasts its scores for the softmax and casts back, the pattern of most Hugging
+    Face attention code: softmax(s, dim=-1, dtype=torch.float32).to(q.dtype). After .double() that
+    softmax still runs in float32, so the "float64" forward rounds at ~1e-8: a prefix run alone
+    differs from the full run by float32 rounding, which is not a length dependence."""
+
+    def __init__(self, causal: bool, heads: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
+        self.out = nn.Linear(WIDTH, WIDTH)
+        self.heads = heads
+        self.causal = causal
+        self.p = dropout
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        B, L, d = h.shape
+        dh = d // self.heads
+        q, k, v = self.qkv(h).split(d, dim=-1)
+        q = q.view(B, L, self.heads, dh).transpose(1, 2)
+        k = k.view(B, L, self.heads, dh).transpose(1, 2)
+        v = v.view(B, L, self.heads, dh).transpose(1, 2)
+        s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(dh)
+        if self.causal:
+            s = s.masked_fill(torch.ones(L, L, dtype=torch.bool, device=h.device).triu(1), float("-inf"))
+        a = torch.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype)
+        a = F.dropout(a, self.p, self.training)
+        o = torch.matmul(a, v).transpose(1, 2).reshape(B, L, d)
+        return h + self.out(o)
+
+
+class Float32Middle(nn.Module):
+    """A causal running mean computed as a [L, L] lower-triangular matmul on an explicit .float()
+    copy of the hidden states, cast back afterwards: causal in exact arithmetic, float32 whatever the
+    model was converted to (the float32 GEMM rounds differently at each length)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(WIDTH, WIDTH)
+        self.b = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        u = self.a(h).float()
+        L = h.size(1)
+        m = torch.ones(L, L, dtype=torch.float32, device=h.device).tril()
+        m = m / m.sum(1, keepdim=True)
+        return h + self.b(torch.tanh(torch.matmul(m, u)).to(h.dtype))
+
+
 def grassmann(pairing: str, offset_mode: str) -> nn.Module:
     return LanguageModel(vocab=VOCAB, d=WIDTH, n_layers=2, max_len=MAX_LEN, mixer=pairing,
                          offsets=[1, 2], offset_mode=offset_mode, r=4, n_heads=4, dropout=0.1)
@@ -463,7 +513,7 @@ def grassmann(pairing: str, offset_mode: str) -> nn.Module:
 
 def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, rounding_only=None,
       seed=0, twin=None, eval_horizon=None, train_horizon=None, contract=None, violations=None,
-      length_dependent=None, batch_coupled=None, past_horizon=None):
+      length_dependent=None, batch_coupled=None, past_horizon=None, float32_sized_floor=None):
     """verdict: "leaky" exactly when a property of the contract is violated (future beyond the
     lookahead, length, batch, window); horizon: the future leak horizon, whatever the contract.
     contract: {"lookahead": K, "window": W} (default strictly causal, unbounded past). The
@@ -474,7 +524,7 @@ def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, roun
                 eval_horizon=horizon if eval_horizon is None else eval_horizon,
                 train_horizon=horizon if train_horizon is None else train_horizon,
                 contract=contract or {}, violations=violations, length_dependent=length_dependent,
-                batch_coupled=batch_coupled, past_horizon=past_horizon)
+                batch_coupled=batch_coupled, past_horizon=past_horizon, float32_sized_floor=float32_sized_floor)
 
 
 TOK = f"tokens:{VOCAB}"
@@ -642,6 +692,19 @@ CASES = [
     C("retention", "retention.pt", lambda: TokenLM(Retention(causal=True)),
       TOK, 32, "causal", 0, "retention-decay-mask",
       "Parallel retention with the causal decay mask gamma^(t-s), s <= t.", twin="retention-no-causal-cut", seed=33, rounding_only=False),
+    C("float32-softmax-attention", "float32_softmax_attention.pt", lambda: TokenLM(Float32SoftmaxAttention(causal=True)),
+      TOK, 32, "causal", 0, "float32-island",
+      "Causal attention with a Hugging Face-style float32 softmax (softmax(s, dtype=torch.float32).to(q.dtype)): after .double() that softmax still rounds in float32, so prefix runs differ from the full run at ~1e-8; decided against the measured rounding floor it is causal and length-independent.",
+      twin="float32-softmax-attention-unmasked", seed=34, rounding_only=False, length_dependent=False,
+      float32_sized_floor=True),
+    C("float32-softmax-attention-unmasked", "float32_softmax_attention_unmasked.pt", lambda: TokenLM(Float32SoftmaxAttention(causal=False)),
+      TOK, 32, "leaky", 31, "float32-island",
+      "The same float32-softmax attention with the causal mask forgotten: a leak far above the float32 floor.",
+      twin="float32-softmax-attention", seed=34),
+    C("float32-middle", "float32_middle.pt", lambda: TokenLM(Float32Middle()),
+      TOK, 32, "causal", 0, "float32-island",
+      "A causal running mean computed on an explicit .float() copy of the hidden states (a float32 lower-triangular matmul) and cast back: causal, with a float32-sized rounding floor in the float64 forward.",
+      seed=35, rounding_only=False, length_dependent=False, float32_sized_floor=True),
 ]
 
 
@@ -683,10 +746,39 @@ def perturb(x: torch.Tensor, kind: str, n: int, s: int, gen: torch.Generator) ->
     return x2
 
 
-def probe(path: str, spec: str, L: int, train: bool, dtype) -> Dict:
+def precision_floor(path: str, spec: str, L: int, delta: float = 1e-6) -> float:
+    """The rounding floor of the model's float64 forward (eval mode, 2 rows): every parameter
+    scaled by 1 + k*delta*u (u ~ N(0,1) fixed, k = -2..2); D2(d) - D2(2d)/4 of the second
+    differences cancels the smooth d^2 term and leaves rounding, relative to max |y|: ~1e-15 for a
+    true float64 forward, ~1e-8 with a float32 island. The audit measures the same thing its own way."""
+    kind, n = parse_input(spec)
+    m = torch.jit.load(path)
+    m.to(torch.float64)
+    m.eval()
+    gen = torch.Generator().manual_seed(4000 + L)
+    x = make_input(kind, n, 2, L, gen, torch.float64)
+    params = list(m.parameters())
+    orig = [p.detach().clone() for p in params]
+    dirs = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
+    xdir = torch.randn(x.shape, generator=gen, dtype=torch.float64) if kind == "features" else None
+    ys = {}
+    with torch.no_grad():
+        for k in (0, 1, -1, 2, -2):
+            for p, o, u in zip(params, orig, dirs):
+                p.copy_(o * (1 + k * delta * u))
+            ys[k] = m(x if xdir is None else x * (1 + k * delta * xdir)).to(torch.float64)
+        for p, o in zip(params, orig):
+            p.copy_(o)
+    d2 = ys[1] + ys[-1] - 2 * ys[0]
+    d2_twice = ys[2] + ys[-2] - 2 * ys[0]
+    return ((d2 - d2_twice / 4).abs().max() / ys[0].abs().max()).item()
+
+
+def probe(path: str, spec: str, L: int, train: bool, dtype, tol: float = TOL_F64) -> Dict:
     """Perturb each position s >= 1 alone (2 draws) and record which outputs y_t, t < s, move.
-    Returns horizon (float64 threshold TOL_F64 relative to max |y|), the largest relative change
-    seen at any t < s, and a cut-based verdict (perturb all s > c at once, as the audit does)."""
+    Returns horizon (threshold tol relative to max |y|: TOL_F64, or above the model's float64
+    floor), the largest relative change seen at any t < s, and a cut-based verdict (perturb all
+    s > c at once, as the audit does)."""
     kind, n = parse_input(spec)
     m = torch.jit.load(path)
     m.to(dtype)
@@ -710,14 +802,14 @@ def probe(path: str, spec: str, L: int, train: bool, dtype) -> Dict:
             d = (run(perturb(x, kind, n, s, gen)) - y0).abs()
             d = d.reshape(2, L, -1).amax(dim=(0, 2)) / scale
             moved = max(moved, d.max().item())
-            later = (d[s + 1:] > TOL_F64).nonzero().flatten()           # outputs t > s that read x_s
+            later = (d[s + 1:] > tol).nonzero().flatten()           # outputs t > s that read x_s
             if later.numel():
                 past_horizon = max(past_horizon, int(later.max()) + 1)
             if s == 0:
                 continue
             past = d[:s]
             max_rel = max(max_rel, past.max().item())
-            dep = (past > TOL_F64).nonzero().flatten()
+            dep = (past > tol).nonzero().flatten()
             if dep.numel():
                 horizon = max(horizon, s - int(dep.min()))
     assert moved > 0, f"{path}: perturbations changed nothing"
@@ -727,11 +819,11 @@ def probe(path: str, spec: str, L: int, train: bool, dtype) -> Dict:
         for s in range(c + 1, L):
             x2 = perturb(x2, kind, n, s, gen)
         d = (run(x2) - y0).abs().reshape(2, L, -1)[:, :c + 1].max().item() / scale
-        cut_leak = cut_leak or d > TOL_F64
+        cut_leak = cut_leak or d > tol
     return dict(horizon=horizon, past_horizon=past_horizon, max_rel=max_rel, cut_leak=cut_leak)
 
 
-def length_dependent(path: str, spec: str, L: int, guard: int) -> bool:
+def length_dependent(path: str, spec: str, L: int, guard: int, tol: float = TOL_F64) -> bool:
     """Eval mode, float64: y_t of each prefix run x_0..x_{p-1} alone against the full run, for
     t < p - guard (what the future dependence explains is not a length effect)."""
     kind, n = parse_input(spec)
@@ -748,12 +840,12 @@ def length_dependent(path: str, spec: str, L: int, guard: int) -> bool:
             if k <= 0:
                 continue
             yp = m(x[:, :p].contiguous()).to(torch.float64).reshape(2, p, -1)
-            if (yp[:, :k] - y[:, :k]).abs().max().item() / scale > TOL_F64:
+            if (yp[:, :k] - y[:, :k]).abs().max().item() / scale > tol:
                 return True
     return False
 
 
-def batch_coupled(path: str, spec: str, L: int) -> bool:
+def batch_coupled(path: str, spec: str, L: int, tol: float = TOL_F64) -> bool:
     """float64, eval and train mode (RNG re-seeded): 4 rows, the odd rows replaced; do the even
     rows move?"""
     kind, n = parse_input(spec)
@@ -770,19 +862,21 @@ def batch_coupled(path: str, spec: str, L: int) -> bool:
             y = m(x).to(torch.float64)
             torch.manual_seed(TRAIN_SEED)
             y2 = m(x2).to(torch.float64)
-        if (y2[0::2] - y[0::2]).abs().max().item() / y.abs().max().item() > TOL_F64:
+        if (y2[0::2] - y[0::2]).abs().max().item() / y.abs().max().item() > tol:
             return True
     return False
 
 
 def check_case(case: Dict) -> Dict:
     path = os.path.join(CTRL, case["file"])
+    floor = precision_floor(path, case["input"], case["seq_len"])
+    tol = max(TOL_F64, FLOOR_MARGIN * floor)  # the audit's rule: never decide below the floor
     res = {}
     for mode, train in (("eval", False), ("train", True)):
         h64, p64, r64, r32, cut = 0, 0, 0.0, 0.0, False
         per_len = {}
         for L in schedule(case["seq_len"]):
-            a = probe(path, case["input"], L, train, torch.float64)
+            a = probe(path, case["input"], L, train, torch.float64, tol)
             b = probe(path, case["input"], L, train, torch.float32)
             h64 = max(h64, a["horizon"])
             p64 = max(p64, a["past_horizon"])
@@ -795,8 +889,11 @@ def check_case(case: Dict) -> Dict:
                          max_rel_future_change_f64=r64, max_rel_future_change_f32=r32)
     horizon = max(res["eval"]["leak_horizon"], res["train"]["leak_horizon"])
     guard = max(case["contract"].get("lookahead", 0), horizon)
-    res["length_dependent"] = length_dependent(path, case["input"], case["seq_len"], guard)
-    res["batch_coupled"] = batch_coupled(path, case["input"], case["seq_len"])
+    res["length_dependent"] = length_dependent(path, case["input"], case["seq_len"], guard, tol)
+    res["batch_coupled"] = batch_coupled(path, case["input"], case["seq_len"], tol)
+    res["precision_floor_f64"] = floor
+    res["float32_sized_floor"] = floor > FLOAT32_SIZED
+    res["tolerance"] = tol
     return res
 
 
@@ -843,14 +940,15 @@ def main() -> None:
         rounding = None
         if horizon == 0 and verdict == "causal":
             rounding = r64 > 0 or r32 > 0
-            if r64 > 1e-12:
+            if r64 > max(1e-12, got["tolerance"] / FLOOR_MARGIN):
                 failures.append(f"{case['name']}: float64 future change {r64:.1e} is not clearly rounding")
         want = (case["verdict"], case["horizon"], case["eval_horizon"], case["train_horizon"], case["rounding_only"])
         have = (verdict, horizon, he, ht, rounding)
         if want != have:
             failures.append(f"{case['name']}: declared {want} but brute force gives {have}")
         measured = {"violations": violations, "length_dependent": got["length_dependent"],
-                    "batch_coupled": got["batch_coupled"], "past_horizon": past_horizon}
+                    "batch_coupled": got["batch_coupled"], "past_horizon": past_horizon,
+                    "float32_sized_floor": got["float32_sized_floor"]}
         expect = {"verdict": case["verdict"], "leak_horizon": case["horizon"]}
         if case["rounding_only"] is not None:
             expect["rounding_only"] = case["rounding_only"]
@@ -885,14 +983,18 @@ def main() -> None:
                         "train-only branch, length-dependent path, centred window feature, tiny leak, literal "
                         "Grassmann future pairing, length reading, batch mixing, train-mode batch statistics; a "
                         "bidirectional selective scan, a token shift the wrong way, retention without the causal "
-                        "cut) "
-                        "with a causal twin, plus rounding-only cross-talk cases and models audited under a "
+                        "cut; attention with a float32 softmax, unmasked) "
+                        "with a causal twin, plus rounding-only cross-talk cases, models with a float32 island in "
+                        "their float64 forward (a Hugging Face-style float32 softmax, an explicit .float() middle; "
+                        "decided above their measured rounding floor) and models audited under a "
                         "declared contract (lookahead K, window W; a case's 'contract'), within and over it. "
                         "Generated by reference/make_audit_controls.py; every expectation was re-derived by "
                         "brute force (each future position perturbed alone, float64, eval and train mode with "
                         "the RNG re-seeded before each pass, at every length of the audit schedule; each position "
                         "perturbed alone for the past horizon; every prefix run alone against the full length "
-                        "for length dependence; odd rows replaced for batch coupling). 'verdict' is 'leaky' "
+                        "for length dependence; odd rows replaced for batch coupling; every tolerance 1e-9 of the "
+                        "output scale, or 100x the model's measured float64 rounding floor where that is higher). "
+                        "'verdict' is 'leaky' "
                         "exactly when a property of the case's contract is violated. "
                         "'checked' holds those brute-force results (informative only). "
                         "Tokens models: int64 [B,L] -> [B,L,64]; features models: float [B,L,4] -> [B,L,k]; "

@@ -296,6 +296,50 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   return out;
 }
 
+Prober::Floor Prober::precision_floor(int64_t L, double delta) {
+  at::NoGradGuard no_grad;
+  target_.set_train(false);
+  Floor out;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 2654435761ULL + static_cast<uint64_t>(L) + 7);
+  const auto x = random_inputs(2, L, gen);  // [2, L(, C)]
+  std::vector<at::Tensor> params, originals, directions;
+  for (auto& p : target_.jitter_parameters()) {
+    if (!p.defined() || !at::isFloatingType(p.scalar_type()) || p.numel() == 0) continue;
+    params.push_back(p);
+    originals.push_back(p.detach().clone());
+    directions.push_back(at::randn(p.sizes(), gen, p.options().requires_grad(false)));
+  }
+  out.tensors = static_cast<int64_t>(params.size());
+  out.inputs = in_.kind == InputSpec::Kind::kFeatures;
+  if (params.empty() && !out.inputs) {
+    out.why = "nothing to jitter: token inputs and no floating parameters";
+    return out;
+  }
+  const auto x_dir = out.inputs ? at::randn(x.sizes(), gen, x.options()) : at::Tensor();
+  auto restore = [&] {
+    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i]);
+  };
+  std::map<int, at::Tensor> y;  // k -> y(k delta) [2, L, K], float64
+  try {
+    for (int k : {0, 1, -1, 2, -2}) {
+      const double s = k * delta;
+      for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i] * (1 + s * directions[i]));
+      y[k] = run(out.inputs ? (x * (1 + s * x_dir)).contiguous() : x).to(at::kDouble);
+    }
+  } catch (const InputError& e) {
+    restore();
+    out.why = fmt::format("the jittered forward failed: {}", e.what());
+    return out;
+  }
+  restore();
+  const auto d2 = y[1] + y[-1] - 2 * y[0];
+  const auto d2_twice = y[2] + y[-2] - 2 * y[0];
+  const double scale = std::max(y[0].abs().max().item<double>(), 1e-300);
+  out.value = (d2 - d2_twice / 4).abs().max().item<double>() / scale;
+  out.measurable = true;
+  return out;
+}
+
 std::string Prober::try_forward(int64_t L) {
   at::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 61);

@@ -44,7 +44,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     std::vector<InputBinding> inputs;
     int64_t time_axis = 1;
     std::optional<std::string> output;
-    std::optional<bool> expect_rounding, expect_length, expect_batch;
+    std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
     std::optional<std::string> refused;
@@ -79,6 +79,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
       if (e.contains("length_dependent")) expect_length = e["length_dependent"].get<bool>();
       if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
+      if (e.contains("float32_sized_floor")) expect_f32_floor = e["float32_sized_floor"].get<bool>();
       if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
       if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
       if (c.contains("contract")) {
@@ -128,6 +129,9 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       off.push_back(fmt::format("batch_coupled {} != {}", r.batch_coupled.value_or(false), *expect_batch));
     if (expect_past && r.past_horizon != expect_past)
       off.push_back(fmt::format("past_horizon {} != {}", r.past_horizon.value_or(-1), *expect_past));
+    const bool f32_floor = r.precision_floor && r.precision_floor->float32_sized;
+    if (expect_f32_floor && f32_floor != *expect_f32_floor)
+      off.push_back(fmt::format("float32_sized_floor {} != {}", f32_floor, *expect_f32_floor));
     if (expect_violations && kinds != *expect_violations)
       off.push_back(fmt::format("violations [{}] != [{}]", fmt::join(kinds, ","), fmt::join(*expect_violations, ",")));
     res.pass = off.empty();

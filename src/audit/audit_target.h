@@ -50,6 +50,10 @@ class AuditTarget {
   virtual bool supports_gradient() const { return false; }
   virtual at::Tensor embed(const at::Tensor& x) { return x; }
   virtual at::Tensor forward_from_embedding(const at::Tensor& e) { return forward(e); }
+  // The floating tensors the precision-floor measurement (audit_prober.h) may scale in place by
+  // 1 + O(1e-6) and then restore bit for bit: the model's parameters. Empty (the default): only
+  // a features input is jittered.
+  virtual std::vector<at::Tensor> jitter_parameters() { return {}; }
   // SHA-256 of the exact weights probed (empty when unknown).
   virtual std::string weights_hash() { return {}; }
   // State a forward may update (a module's buffers and non-parameter attributes): the audit's

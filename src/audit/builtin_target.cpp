@@ -46,6 +46,8 @@ bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
   return true;
 }
 
+std::vector<at::Tensor> BuiltinLmTarget::jitter_parameters() { return model_->parameters(); }
+
 std::string BuiltinLmTarget::weights_hash() {
   return known_hash_.empty() ? weights_sha256(*model_) : known_hash_;
 }

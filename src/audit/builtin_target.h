@@ -25,6 +25,7 @@ class BuiltinLmTarget : public AuditTarget {
   at::Tensor embed(const at::Tensor& x) override;
   at::Tensor forward_from_embedding(const at::Tensor& e) override;
   std::string weights_hash() override;
+  std::vector<at::Tensor> jitter_parameters() override;
 
  private:
   LanguageModel model_;

@@ -115,16 +115,17 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
   const double moved = t32.max();
   if (moved == 0.0) return t32;  // exact zeros: nothing to tell apart
   if (prec.own() == at::kDouble) {  // the target is float64 already: its own table decides
-    d.threshold = kLeakThreshold64;
+    prec.to_float64();                // (measures its floor)
+    d.threshold = prec.threshold();
     d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
     return t32;
   }
   if (prec.to_float64()) {
     d.decisive.dtype = at::kDouble;
-    d.threshold = kLeakThreshold64;
+    d.threshold = prec.threshold();
     return prober.rerun_nonzero(mode, t32, d.decisive);
   }
-  d.threshold = kLeakThreshold32;
+  d.threshold = prec.threshold();
   d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
   return t32;
 }
@@ -224,9 +225,9 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
   if (r.rounding_only && d.decisive.dtype == at::kDouble)
     r.notes.push_back(fmt::format(
         "rounding only: float32 showed future effects up to {:.3g} (relative) that fall to {:.3g} in float64, "
-        "below the {:g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
+        "below the {:.3g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
         "the future",
-        r.max_effect_float32, r.max_effect, kLeakThreshold64));
+        r.max_effect_float32, r.max_effect, d.threshold));
   else if (r.rounding_only)
     r.notes.push_back(fmt::format(
         "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
@@ -389,8 +390,10 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                                     r.gradient.verdict, r.gradient.leak_horizon, L, main_h));
   }
   timed("gradient");
-  // The precision note qualifies everything above it: first.
+  // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
+  r.precision_floor = prec.floor();
+  r.threshold = prec.floor() ? prec.threshold() : (r.precision == "float64" ? kLeakThreshold64 : 0.0);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -432,7 +435,17 @@ nlohmann::json to_json(const AuditResult& r) {
   j["seconds"] = r.seconds;
   j["precision"] = r.precision;
   j["max_effect_float32"] = r.max_effect_float32;
-  j["threshold"] = r.precision == "float64" ? kLeakThreshold64 : (r.max_effect_float32 == 0 ? 0.0 : kLeakThreshold32);
+  j["threshold"] = r.threshold;
+  if (r.precision_floor) {
+    const auto& f = *r.precision_floor;
+    j["precision_floor"] = {{"value", f.measured ? nlohmann::json(f.value) : nlohmann::json(nullptr)},
+                            {"precision", f.precision},
+                            {"method", f.method},
+                            {"threshold", f.threshold},
+                            {"float32_sized", f.float32_sized}};
+  } else {
+    j["precision_floor"] = nullptr;
+  }
   j["vacuous"] = r.vacuous;
   j["past_effect"] = r.past_effect;
   j["target"] = r.target;

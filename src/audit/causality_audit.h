@@ -43,8 +43,10 @@
 
 namespace grassaudit {
 
-constexpr double kLeakThreshold64 = 1e-9;   // relative effect that counts as a leak in float64
-constexpr double kLeakThreshold32 = 1e-4;   // only when float64 is impossible (noted in output)
+// Relative effect that counts as a leak in float64 -- unless the model's measured rounding floor
+// (PrecisionFloor) says its "float64" forward rounds coarser: every check is then decided against
+// a threshold above that floor (audit/precision_switch.h).
+constexpr double kLeakThreshold64 = 1e-9;
 
 struct AuditOptions {
   int64_t seq_len = 32;
@@ -131,6 +133,17 @@ struct OutputResult {
   std::optional<int64_t> past_horizon;
 };
 
+// The rounding floor of the precision that decided, measured on the model itself before any
+// decision (audit/precision_switch.h). float32_sized: a float64 forward that rounds like float32.
+struct PrecisionFloor {
+  bool measured = false;     // false: not measurable (method says why); threshold is then the base
+  double value = 0;          // relative to the output scale
+  std::string precision;     // float64 | float32
+  std::string method;        // how it was measured, one line
+  double threshold = 0;      // what every check was decided against
+  bool float32_sized = false;
+};
+
 struct AuditResult {
   std::string verdict;           // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
@@ -145,6 +158,8 @@ struct AuditResult {
   int64_t probes = 0;
   double seconds = 0;
   std::string precision;         // float32 | float64: the precision that decided
+  double threshold = 0;          // the leak threshold decided against (0: float32 exact zeros, nothing decided)
+  std::optional<PrecisionFloor> precision_floor;  // nullopt: no decision needed (exact zeros)
   double max_effect_float32 = 0;
   bool vacuous = false;
   double past_effect = 0;        // how much outputs move when only the past changes

@@ -37,11 +37,10 @@ void check_batch(PrecisionSwitch& prec, Prober& prober, const std::vector<AuditM
     double threshold = 0;  // exact zeros: nothing to decide
     bool f64 = prec.own() == at::kDouble;
     if (e.effect > 0) {
-      if (!f64 && prec.to_float64()) {
-        f64 = true;
-        e = prober.batch_effect(mode, L);
-      }
-      threshold = f64 ? kLeakThreshold64 : kLeakThreshold32;
+      const bool converts = !f64;
+      f64 = prec.to_float64();
+      if (f64 && converts) e = prober.batch_effect(mode, L);
+      threshold = prec.threshold();
     }
     prec.to_own();
     if (!(e.effect > threshold)) continue;
@@ -110,14 +109,12 @@ void check_length(PrecisionSwitch& prec, Prober& prober, int64_t L, int64_t guar
   if (failed.size() == first.size()) return;  // nothing compared: not checked
   r.length_dependent = false;
   if (moved.empty()) return;
-  bool f64 = prec.own() == at::kDouble;
+  const bool converts = prec.own() != at::kDouble;
+  const bool f64 = prec.to_float64();
   std::vector<PrefixEffect> decisive = first;
-  if (!f64 && prec.to_float64()) {
-    f64 = true;
-    decisive = prober.prefix_effects(L, moved, guard);
-  }
+  if (f64 && converts) decisive = prober.prefix_effects(L, moved, guard);
   prec.to_own();
-  const double threshold = f64 ? kLeakThreshold64 : kLeakThreshold32;
+  const double threshold = prec.threshold();
   const PrefixEffect* worst = nullptr;
   for (const auto& pe : decisive)
     if (pe.error.empty() && pe.effect > threshold && (!worst || pe.effect > worst->effect)) worst = &pe;
@@ -145,8 +142,8 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
     for (AuditMode mode : modes) {
       prec.to_own();
       EffectTable t32 = prober.probe_table(mode, len, scratch32, Side::kPast);
-      bool f64 = prec.own() == at::kDouble;
-      TableVerdict v = judge(t32, f64 ? kLeakThreshold64 : kPastCertain32, Side::kPast);
+      bool f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
+      TableVerdict v = judge(t32, f64 ? prec.threshold() : kPastCertain32, Side::kPast);
       if (!f64) {
         // Cuts whose only evidence beyond the certain horizon is small: decide them in float64.
         std::vector<int64_t> cuts;
@@ -162,9 +159,9 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
           TableVerdict small;
           if (prec.to_float64()) {
             f64 = true;
-            small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), kLeakThreshold64, Side::kPast);
+            small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), prec.threshold(), Side::kPast);
           } else {
-            small = judge(t32, kLeakThreshold32, Side::kPast);
+            small = judge(t32, prec.threshold(), Side::kPast);
           }
           if (small.horizon > v.horizon) v = small;
         }

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "audit/causality_audit.h"
+#include "audit/contract_checks.h"
 
 namespace grassaudit {
 
@@ -14,14 +17,20 @@ void PrecisionSwitch::to_own() {
 }
 
 bool PrecisionSwitch::to_float64() {
-  if (own_ == at::kDouble) return true;
+  if (own_ == at::kDouble) {
+    if (!floor_) measure_floor(true);
+    return true;
+  }
   if (unavailable_) return false;
   std::string why;
   if (target_.to_dtype(at::kDouble, &why)) {
     if (tested_) return true;
     tested_ = true;
     const std::string failed = prober_.try_forward(L_);
-    if (failed.empty()) return true;
+    if (failed.empty()) {
+      measure_floor(true);
+      return true;
+    }
     why = "forward failed in float64: " + failed;
     std::string what;
     if (target_.promote_float32_constants(&what)) {
@@ -29,6 +38,7 @@ bool PrecisionSwitch::to_float64() {
         notes_.push_back(fmt::format("float64 decided on a copy of the model with {} (the plain float64 forward "
                                      "failed: {})",
                                      what, failed));
+        measure_floor(true);
         return true;
       }
       why += "; also with " + what;
@@ -36,12 +46,47 @@ bool PrecisionSwitch::to_float64() {
     to_own();
   }
   unavailable_ = true;
+  measure_floor(false);
   notes_.push_back(fmt::format(
-      "float64 unavailable ({}): decided in float32 with threshold {:g}; leaks smaller than that are not detectable",
-      why, kLeakThreshold32));
+      "float64 unavailable ({}): decided in {} against {:.3g}, {:g} x its measured rounding floor {:.3g} (at least "
+      "{:g}); leaks smaller than that are not detectable",
+      why, dtype_name(own_), threshold(), kFloorMargin, floor_->value, kLeakFloor32));
   return false;
 }
 
-double PrecisionSwitch::threshold() const { return unavailable_ ? kLeakThreshold32 : kLeakThreshold64; }
+void PrecisionSwitch::measure_floor(bool float64) {
+  const double delta = float64 ? kFloorJitter64 : kFloorJitter32;
+  const Prober::Floor f = prober_.precision_floor(L_, delta);
+  PrecisionFloor pf;
+  pf.precision = float64 ? "float64" : dtype_name(own_);
+  pf.measured = f.measurable;
+  pf.value = f.value;
+  if (f.measurable) {
+    std::string what = f.tensors > 0 ? fmt::format("{} parameter tensor{}", f.tensors, f.tensors == 1 ? "" : "s") : "";
+    if (f.inputs) what += what.empty() ? "the features input" : " and the features input";
+    pf.method = fmt::format(
+        "{} scaled by 1 + k*{:g}*N(0,1), k = -2..2, eval mode, 2 rows at L={}: max |D2(d) - D2(2d)/4| relative to "
+        "max |y|, D2 the second difference (smooth terms cancel, rounding stays)",
+        what, delta, L_);
+  } else {
+    pf.method = "not measured: " + f.why;
+  }
+  const double base = float64 ? kLeakThreshold64 : kLeakFloor32;
+  pf.threshold = std::max(base, kFloorMargin * pf.value);
+  pf.float32_sized = float64 && pf.value > kFloat32SizedFloor;
+  floor_ = pf;
+  if (pf.float32_sized)
+    notes_.push_back(fmt::format(
+        "precision floor: the float64 forward rounds at {:.3g} (relative), float32-sized: part of the model computes "
+        "in a lower precision after conversion to float64 (a float32 softmax, a .float() call, a float32 constant); "
+        "every check was decided against {:.3g} instead of {:g}, so dependences smaller than that are not "
+        "detectable",
+        pf.value, pf.threshold, kLeakThreshold64));
+}
+
+double PrecisionSwitch::threshold() const {
+  if (floor_) return floor_->threshold;
+  return unavailable_ ? kLeakFloor32 : kLeakThreshold64;
+}
 
 }  // namespace grassaudit

@@ -2,41 +2,62 @@
 // Internal to src/audit: switching a target between its own dtype (the float32 screen) and
 // float64 (the decisive re-run of whatever moved). float64 counts as available only when the
 // conversion AND a forward pass in float64 both work: a traced third-party model may convert
-// its parameters and still fail when run (float32 constants baked into the trace). Either
-// failure falls back to deciding in the own dtype with kLeakThreshold32, and says so once.
+// its parameters and still fail when run (float32 constants baked into the trace; then a copy
+// with those constants promoted is tried). Either failure falls back to deciding in the own dtype.
+//
+// The threshold is never assumed: the first time a decision is needed, the model's rounding
+// floor is measured in the deciding precision (Prober::precision_floor) and every check is
+// decided against max(base, kFloorMargin x floor), base kLeakThreshold64 in float64 and
+// kLeakFloor32 in the float32 fallback. A true float64 model floors at ~1e-15 and keeps 1e-9;
+// one with a float32 island (a float32 softmax, a .float() call) floors at ~1e-8 and is said to.
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "audit/audit_prober.h"
 #include "audit/audit_target.h"
+#include "audit/causality_audit.h"
 
 namespace grassaudit {
 
+// Relative jitter of the floor measurement: far above an ulp of the precision measured (so every
+// jittered value rounds afresh; a float32 island included) and small enough that the
+// Richardson-cancelled smooth terms (O(delta^4)) stay far below the floor.
+constexpr double kFloorJitter64 = 1e-6;
+constexpr double kFloorJitter32 = 1e-4;
+constexpr double kFloorMargin = 100;        // threshold = max(base, margin x floor)
+constexpr double kLeakFloor32 = 1e-6;       // float32 fallback: the least threshold (~17 ulps)
+constexpr double kFloat32SizedFloor = 1e-11;  // a float64 floor above this is float32-sized
+
 class PrecisionSwitch {
  public:
-  // L: the length the float64 forward test runs at (the audit's main length).
+  // L: the length the float64 forward test and the floor measurement run at (the audit's main length).
   PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L);
   at::ScalarType own() const { return own_; }
   void to_own();
   // Puts the target in float64; false (target left in its own dtype, note recorded) when
-  // float64 is unavailable. True at once for a float64 target.
+  // float64 is unavailable. True at once for a float64 target. The first call measures the
+  // floor of the precision that will decide.
   bool to_float64();
   bool unavailable() const { return unavailable_; }
-  // The threshold an effect is judged by after a decision: float64 decided -> kLeakThreshold64,
-  // unavailable -> kLeakThreshold32.
+  // The threshold an effect is judged by after a decision (to_float64 called): see the top.
   double threshold() const;
+  // The measured floor (after the first to_float64), else nullopt.
+  const std::optional<PrecisionFloor>& floor() const { return floor_; }
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  void measure_floor(bool float64);
   AuditTarget& target_;
   Prober& prober_;
   int64_t L_;
   at::ScalarType own_;
   bool tested_ = false;
   bool unavailable_ = false;
+  std::optional<PrecisionFloor> floor_;
   std::vector<std::string> notes_;
 };
 

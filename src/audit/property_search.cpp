@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -225,7 +226,7 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   PrecisionSwitch prec(target, prober, opt.seq_len);
   const bool f64 = prec.to_float64();
   const std::string precision = f64 ? "float64" : dtype_name(own);
-  CaseChecker checker(target, opt, f64 ? kLeakThreshold64 : kLeakThreshold32,
+  CaseChecker checker(target, opt, prec.threshold(),  // above the model's measured floor
                       std::max(opt.lookahead, r.leak_horizon));
   std::vector<AuditMode> modes;
   if (opt.eval_mode) modes.push_back(AuditMode::kEval);
@@ -266,7 +267,8 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   target.to_dtype(own, nullptr);
   target.set_train(was_training);
   if (!error.empty()) throw InputError(error);
-  r.notes.insert(r.notes.end(), prec.notes().begin(), prec.notes().end());
+  for (const auto& n : prec.notes())  // the main audit may have said the same already
+    if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(n);
   if (!result.template is<rc::detail::FailureResult>() || !last_failure) {
     r.notes.push_back(fmt::format("property search: {} cases passed ({})", cases, precision));
     return;

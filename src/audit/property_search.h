@@ -7,8 +7,8 @@
 // inputs before the cut change (window). A failing case is shrunk by RapidCheck to the
 // smallest length and cut that still fail; that minimal counterexample (L, cut, the offending
 // positions, the effect) lands in the result and, like any broken property, in its violations.
-// Decided in float64 where the target runs in it (threshold kLeakThreshold64), else in its own
-// dtype with kLeakThreshold32.
+// Decided in float64 where the target runs in it, else in its own dtype, against the threshold
+// above the model's measured rounding floor (audit/precision_switch.h), as the main audit.
 #include <cstdint>
 
 #include "audit/audit_target.h"

@@ -261,6 +261,12 @@ std::string value_str(const c10::IValue& v) {
 }
 }  // namespace
 
+std::vector<at::Tensor> TorchScriptTarget::jitter_parameters() {
+  std::vector<at::Tensor> out;
+  for (const auto& p : active_->parameters(/*recurse=*/true)) out.push_back(p);
+  return out;
+}
+
 void TorchScriptTarget::snapshot_state(bool restore) {
   std::set<std::string> params;
   for (const auto& p : active_->named_parameters(/*recurse=*/true)) params.insert(p.name);

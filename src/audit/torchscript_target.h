@@ -38,6 +38,8 @@ class TorchScriptTarget : public AuditTarget {
   // Feature models are differentiable in their inputs; token models have no embedding handle.
   bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
+  // The parameters of the module forward runs now (the promoted copy in float64, if made).
+  std::vector<at::Tensor> jitter_parameters() override;
   void snapshot_state(bool restore) override;
   std::string changed_state() override;
   void restore_state() override;

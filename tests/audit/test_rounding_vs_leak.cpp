@@ -207,3 +207,64 @@ TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
   EXPECT_FALSE(c.stopped_early);
   EXPECT_EQ(c.seq_lens, audit_length_schedule(32));
 }
+
+// ---- the measured precision floor (#25) ----
+namespace {
+// A causal running mean computed as a float32 lower-triangular GEMM whatever dtype x has: a
+// float32 island inside a "float64" forward (prefix runs round differently from the full run).
+at::Tensor float32_running_mean(const at::Tensor& x) {
+  const int64_t L = x.size(1);
+  auto m = at::ones({L, L}, x.options().dtype(at::kFloat)).tril();
+  m = m / m.sum(1, true);
+  return at::matmul(m, x.to(at::kFloat)).to(x.scalar_type());
+}
+}  // namespace
+
+TEST(PrecisionFloor, TrueFloat64ModelKeepsTheOneBillionthThreshold) {
+  FunctionTarget t("tiny", 2, [](const at::Tensor& x, bool) { return x + 1e-6 * shift_left(x, 1); });
+  auto r = run_causality_audit(t, opts(32));
+  ASSERT_TRUE(r.precision_floor.has_value());
+  EXPECT_TRUE(r.precision_floor->measured);
+  EXPECT_EQ(r.precision_floor->precision, "float64");
+  EXPECT_LT(r.precision_floor->value, 1e-13);
+  EXPECT_FALSE(r.precision_floor->float32_sized);
+  EXPECT_EQ(r.threshold, kLeakThreshold64);
+  EXPECT_EQ(r.verdict, "leaky");  // 1e-6 of the output scale is still a leak
+}
+
+TEST(PrecisionFloor, Float32IslandIsMeasuredAndNotReadAsLengthDependence) {
+  FunctionTarget t("f32-island", 3, [](const at::Tensor& x, bool) { return x + float32_running_mean(x); });
+  auto r = run_causality_audit(t, opts(32));
+  ASSERT_TRUE(r.precision_floor.has_value());
+  EXPECT_TRUE(r.precision_floor->float32_sized);
+  EXPECT_GT(r.precision_floor->value, 1e-10);
+  EXPECT_LT(r.precision_floor->value, 1e-6);
+  EXPECT_GE(r.threshold, 100 * r.precision_floor->value);
+  EXPECT_EQ(r.verdict, "causal");
+  EXPECT_EQ(r.length_dependent, std::optional<bool>(false));
+  bool said = false;
+  for (const auto& n : r.notes) said = said || n.find("float32-sized") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(PrecisionFloor, LeakAboveTheIslandFloorIsStillALeak) {
+  FunctionTarget t("f32-island-leak", 3,
+                   [](const at::Tensor& x, bool) { return x + float32_running_mean(x) + 1e-3 * shift_left(x, 2); });
+  auto r = run_causality_audit(t, opts(32));
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 2);
+}
+
+TEST(PrecisionFloor, Float32FallbackDecidesAgainstItsMeasuredFloorNotAFixedOneTenThousandth) {
+  // 3e-5 of the output scale: below the old fixed 1e-4 float32 threshold, far above float32 rounding.
+  FunctionTarget t("no-f64-small", 2, [](const at::Tensor& x, bool) { return x + 3e-5 * shift_left(x, 3); },
+                   /*allow_double=*/false);
+  auto r = run_causality_audit(t, opts(16));
+  EXPECT_EQ(r.precision, "float32");
+  ASSERT_TRUE(r.precision_floor.has_value());
+  EXPECT_EQ(r.precision_floor->precision, "float32");
+  EXPECT_LT(r.threshold, 3e-5);
+  EXPECT_GE(r.threshold, 1e-6);
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.leak_horizon, 3);
+}
