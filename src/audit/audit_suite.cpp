@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "audit/incremental_audit.h"
 #include "audit/output_audit.h"
 #include "audit/torchscript_target.h"
 #include "util/atomic_file.h"
@@ -44,7 +45,9 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     std::vector<InputBinding> inputs;
     int64_t time_axis = 1;
     std::optional<std::string> output;
-    std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor;
+    std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor, expect_inc_consistent,
+        expect_inc_isolation;
+    bool incremental = false;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
     std::optional<std::string> refused;
@@ -57,6 +60,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       else
         inputs.push_back(InputBinding::parse(c.at("input").get<std::string>()));
       time_axis = c.value("time_axis", int64_t{1});
+      incremental = c.value("incremental", false);  // also audit init_state/step (audit/incremental_audit.h)
       if (c.contains("output")) output = c["output"].get<std::string>();
       opt.seq_len = c.at("seq_len").get<int64_t>();
       // A traced file runs at its traced length only: its case lists the lengths to audit.
@@ -69,8 +73,9 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       const auto& e = c.at("expect");
       if (e.contains("refused")) {  // the audit must refuse the model (exit 2), for this reason
         refused = e["refused"].get<std::string>();
-        if (*refused != "state" && *refused != "nondeterministic")
-          throw InputError(fmt::format("case {}: expect.refused must be state or nondeterministic", res.name));
+        if (*refused != "state" && *refused != "nondeterministic" && *refused != "incremental")
+          throw InputError(
+              fmt::format("case {}: expect.refused must be state, nondeterministic or incremental", res.name));
         res.expected_verdict = "refused:" + *refused;
       } else {
         res.expected_verdict = e.at("verdict").get<std::string>();
@@ -79,6 +84,8 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
       if (e.contains("length_dependent")) expect_length = e["length_dependent"].get<bool>();
       if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
+      if (e.contains("incremental_consistent")) expect_inc_consistent = e["incremental_consistent"].get<bool>();
+      if (e.contains("incremental_isolation")) expect_inc_isolation = e["incremental_isolation"].get<bool>();
       if (e.contains("float32_sized_floor")) expect_f32_floor = e["float32_sized_floor"].get<bool>();
       if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
       if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
@@ -95,9 +102,15 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     }
     TorchScriptTarget target(model_path, inputs, time_axis);
     if (refused) {
-      // The one-line reason the audit gives: "forward changes its state" / "nondeterministic in".
-      const std::string needle = *refused == "state" ? "forward changes its state" : "nondeterministic in";
+      // The one-line reason the audit gives: "forward changes its state" / "nondeterministic in" /
+      // "no incremental API" (checked before any probe, as the CLI does).
+      const std::string needle = *refused == "state"              ? "forward changes its state"
+                                 : *refused == "nondeterministic" ? "nondeterministic in"
+                                                                  : "no incremental API";
       try {
+        if (incremental)
+          if (const auto missing = target.incremental_missing(); !missing.empty())
+            throw InputError(fmt::format("{}: {}", target.describe(), missing));
         run_output_audits(target, opt, output);
         res.verdict = "audited";
         res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
@@ -111,6 +124,15 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       continue;
     }
     auto r = run_output_audits(target, opt, output);
+    std::optional<IncrementalResult> inc;
+    if (incremental) {
+      target.select_output(output.value_or(""));
+      IncrementalOptions iopt;
+      iopt.seq_len = opt.seq_len;
+      iopt.seed = opt.seed;
+      inc = run_incremental_audit(target, iopt);
+      attach_incremental(*inc, r);
+    }
     res.verdict = r.verdict;
     res.horizon = r.leak_horizon;
     res.rounding_only = r.rounding_only;
@@ -129,6 +151,10 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       off.push_back(fmt::format("batch_coupled {} != {}", r.batch_coupled.value_or(false), *expect_batch));
     if (expect_past && r.past_horizon != expect_past)
       off.push_back(fmt::format("past_horizon {} != {}", r.past_horizon.value_or(-1), *expect_past));
+    if (expect_inc_consistent && inc && inc->consistent != *expect_inc_consistent)
+      off.push_back(fmt::format("incremental consistent {} != {}", inc->consistent, *expect_inc_consistent));
+    if (expect_inc_isolation && inc && inc->isolation != *expect_inc_isolation)
+      off.push_back(fmt::format("incremental isolation {} != {}", inc->isolation, *expect_inc_isolation));
     const bool f32_floor = r.precision_floor && r.precision_floor->float32_sized;
     if (expect_f32_floor && f32_floor != *expect_f32_floor)
       off.push_back(fmt::format("float32_sized_floor {} != {}", f32_floor, *expect_f32_floor));

@@ -26,6 +26,14 @@ struct InputSpec {
   std::string str() const;
 };
 
+// One incremental run from a fresh state (audit/incremental_audit.h): step(x) with the next n >= 1
+// positions, x [B, n] ids or [B, n, C] features in the target's dtype -> their outputs [B, n, ...].
+class IncrementalRun {
+ public:
+  virtual ~IncrementalRun() = default;
+  virtual at::Tensor step(const at::Tensor& x) = 0;
+};
+
 class AuditTarget {
  public:
   virtual ~AuditTarget() = default;
@@ -54,6 +62,10 @@ class AuditTarget {
   // 1 + O(1e-6) and then restore bit for bit: the model's parameters. Empty (the default): only
   // a features input is jittered.
   virtual std::vector<at::Tensor> jitter_parameters() { return {}; }
+  // The incremental path: "" when the target has one, else one line saying what is missing.
+  virtual std::string incremental_missing() { return "this target has no incremental path"; }
+  // A fresh run for `batch` rows (init_state); InputError when there is none.
+  virtual std::unique_ptr<IncrementalRun> start_incremental(int64_t batch);
   // SHA-256 of the exact weights probed (empty when unknown).
   virtual std::string weights_hash() { return {}; }
   // State a forward may update (a module's buffers and non-parameter attributes): the audit's

@@ -48,6 +48,27 @@ bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
 
 std::vector<at::Tensor> BuiltinLmTarget::jitter_parameters() { return model_->parameters(); }
 
+namespace {
+class BuiltinRun : public IncrementalRun {
+ public:
+  BuiltinRun(LanguageModel model, bool logits) : model_(std::move(model)), logits_(logits), state_(model_->init_state()) {}
+  // ids [B, n] -> hidden [B, n, d] or logits [B, n, V], as the target's forward.
+  at::Tensor step(const at::Tensor& ids) override {
+    auto h = model_->step_hidden(ids, state_);
+    return logits_ ? model_->head(h) : h;
+  }
+
+ private:
+  LanguageModel model_;
+  bool logits_;
+  LmState state_;
+};
+}  // namespace
+
+std::unique_ptr<IncrementalRun> BuiltinLmTarget::start_incremental(int64_t) {
+  return std::make_unique<BuiltinRun>(model_, output_ == "logits");
+}
+
 std::string BuiltinLmTarget::weights_hash() {
   return known_hash_.empty() ? weights_sha256(*model_) : known_hash_;
 }

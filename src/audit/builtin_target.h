@@ -26,6 +26,9 @@ class BuiltinLmTarget : public AuditTarget {
   at::Tensor forward_from_embedding(const at::Tensor& e) override;
   std::string weights_hash() override;
   std::vector<at::Tensor> jitter_parameters() override;
+  // The model's own incremental path (LanguageModelImpl::step_hidden): KV cache / Grassmann buffer.
+  std::string incremental_missing() override { return model_->incremental_unsupported(); }
+  std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override;
 
  private:
   LanguageModel model_;

@@ -493,6 +493,7 @@ nlohmann::json to_json(const AuditResult& r) {
   j["violations"] = violations;
   j["counterexample"] = r.counterexample_json.empty() ? nlohmann::json(nullptr)
                                                       : nlohmann::json::parse(r.counterexample_json);
+  j["incremental"] = r.incremental_json.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(r.incremental_json);
   // Every output leaf; one entry (the output itself) for a one-output target.
   nlohmann::json outs = nlohmann::json::array();
   const auto leaves = r.outputs.empty() ? std::vector<OutputResult>{output_result(r, "", r.output_shape)} : r.outputs;

@@ -88,7 +88,7 @@ struct Evidence {
   bool empty() const { return text.empty(); }
 };
 
-// A broken property of the contract. kind: future | length | batch | window.
+// A broken property of the contract. kind: future | length | batch | window | incremental.
 struct Violation {
   std::string kind;
   int64_t horizon = 0;   // future/window: the measured horizon; length/batch: 0
@@ -188,6 +188,8 @@ struct AuditResult {
   std::vector<std::pair<std::string, double>> seconds_by_check;
   // Set by the property search (--property N): the minimal failing case, as JSON text.
   std::string counterexample_json;
+  // Set by the incremental audit (--incremental, audit/incremental_audit.h), as JSON text.
+  std::string incremental_json;
   // Structured outputs (run_output_audits): every leaf, audited or skipped; the fields above
   // are those of `worst_output`. Empty for a target with one output (to_json then lists it).
   std::vector<OutputResult> outputs;

@@ -15,6 +15,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/torchscript_archive.h"
+#include "audit/incremental_api.h"
 #include "audit/torchscript_ops.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -260,6 +261,54 @@ std::string value_str(const c10::IValue& v) {
   return v.tagKind();
 }
 }  // namespace
+
+std::string TorchScriptTarget::incremental_missing() {
+  if (auto why = check_incremental_api(*module_); !why.empty()) return why;
+  const auto& b = signature_.bindings();
+  if (b.size() != 1 || !b[0].perturbed() || signature_.time_axis() != 1 || !signature_.canonical().vocab_slots.empty())
+    return fmt::format("--incremental takes one perturbed input with time at dimension 1 (step(x, state): x [B, n] ids "
+                       "or [B, n, C] features), got {}",
+                       signature_.describe_inputs());
+  return {};
+}
+
+namespace {
+// One run of a module's step from its init_state (audit/incremental_api.h).
+class TorchScriptRun : public IncrementalRun {
+ public:
+  TorchScriptRun(torch::jit::Module& m, std::string path, int64_t batch) : m_(m), path_(std::move(path)) {
+    state_ = invoke("init_state", {c10::IValue(batch)});
+    if (!state_.isTensorList() && !state_.isList())
+      throw InputError(fmt::format("{}: init_state did not return a List[Tensor]", path_));
+  }
+  at::Tensor step(const at::Tensor& x) override {
+    const c10::IValue out = invoke("step", {c10::IValue(x), state_});
+    if (!out.isTuple() || out.toTupleRef().elements().size() != 2 || !out.toTupleRef().elements()[0].isTensor())
+      throw InputError(fmt::format("{}: step did not return Tuple[Tensor, List[Tensor]]", path_));
+    state_ = out.toTupleRef().elements()[1];
+    return out.toTupleRef().elements()[0].toTensor();
+  }
+
+ private:
+  c10::IValue invoke(const char* name, std::vector<c10::IValue> args) {
+    try {
+      return m_.get_method(name)(std::move(args));
+    } catch (const c10::Error& e) {
+      throw InputError(fmt::format("{}: {} failed: {}", path_, name, first_meaningful_line(e.what_without_backtrace())));
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}: {} failed: {}", path_, name, first_meaningful_line(e.what())));
+    }
+  }
+  torch::jit::Module& m_;
+  std::string path_;
+  c10::IValue state_;
+};
+}  // namespace
+
+std::unique_ptr<IncrementalRun> TorchScriptTarget::start_incremental(int64_t batch) {
+  if (auto why = incremental_missing(); !why.empty()) throw InputError(fmt::format("{}: {}", path_, why));
+  return std::make_unique<TorchScriptRun>(*active_, path_, batch);
+}
 
 std::vector<at::Tensor> TorchScriptTarget::jitter_parameters() {
   std::vector<at::Tensor> out;

@@ -40,6 +40,9 @@ class TorchScriptTarget : public AuditTarget {
   std::string weights_hash() override;
   // The parameters of the module forward runs now (the promoted copy in float64, if made).
   std::vector<at::Tensor> jitter_parameters() override;
+  // The incremental API (audit/incremental_api.h): init_state and step of the module forward runs.
+  std::string incremental_missing() override;
+  std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override;
   void snapshot_state(bool restore) override;
   std::string changed_state() override;
   void restore_state() override;

@@ -4,7 +4,7 @@
 //   --checkpoint FILE                                          the mixer stored in the checkpoint
 //   --suite FILE                                               a suite of control models
 // Exit: 0 every property holds within the declared contract (--allow-lookahead, --window),
-//       1 a violation (future, length, batch, window; or a suite case off), 2 usage/input error.
+//       1 a violation (future, length, batch, window, incremental; or a suite case off), 2 usage/input error.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -13,6 +13,7 @@
 
 #include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
+#include "audit/incremental_audit.h"
 #include "audit/builtin_target.h"
 #include "audit/causality_audit.h"
 #include "audit/output_audit.h"
@@ -39,7 +40,7 @@ const char* kUsage =
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
     "its outputs may not depend on the sequence length or on other rows of the batch.\n"
-    "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window),\n"
+    "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window, incremental),\n"
     "2 usage or input error.\n"
     "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
     "  grassaudit audit ...\n"
@@ -104,6 +105,9 @@ void add_audit_options(po::options_description& desc) {
       ("property", po::value<int64_t>(),
        "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
        "shrunk to the smallest length and cut that still fail")
+      ("incremental", po::bool_switch(),
+       "also audit the incremental path against forward: --model exports init_state(batch) and\n"
+       "step(x, state) (README: the incremental audit); --mixer: the built-in KV cache / Grassmann buffer")
       ("json", po::value<std::string>(), "write the result as JSON")
       ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
 }
@@ -199,15 +203,28 @@ int audit_main(int argc, char** argv) {
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
+    const bool incremental = vm["incremental"].as<bool>();
+    if (incremental)  // refused before any probe: exit 2, one line naming what is missing
+      if (const auto missing = target->incremental_missing(); !missing.empty())
+        throw InputError(fmt::format("{}: {}", target->describe(), missing));
+
     AuditResult result;
+    std::optional<std::string> only;
     if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) {  // leaf by leaf (audit/output_audit.h)
-      std::optional<std::string> only;
       if (!vm["output"].defaulted()) only = vm["output"].as<std::string>();
       result = run_output_audits(*ts, opt, only);
     } else {
       result = run_causality_audit(*target, opt);
     }
     if (property_cases) run_property_search(*target, opt, *property_cases, result);
+    if (incremental) {
+      // step returns one tensor: it is compared with forward's output, or the leaf --output names.
+      if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) ts->select_output(only.value_or(""));
+      IncrementalOptions iopt;
+      iopt.seq_len = opt.seq_len;
+      iopt.seed = opt.seed;
+      attach_incremental(run_incremental_audit(*target, iopt), result);
+    }
     std::cout << summarize(result);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
     if (vm.count("leak-map") && dist::is_main()) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));

@@ -89,6 +89,32 @@ torch::Tensor AttentionMixerImpl::attend(const torch::Tensor& h2, int64_t B, int
   return at::addmm(out_proj_->bias, ctx, out_proj_->weight.t());
 }
 
+// h: [B, n, d], positions T .. T+n-1 (T = cache.offset) -> [B, n, d]. The new queries attend
+// to the cached keys 0 .. T-1 and causally among themselves: the rows T .. T+n-1 of forward().
+torch::Tensor AttentionParamsImpl::step(const torch::Tensor& h, MixerCache& cache) {
+  const int64_t B = h.size(0), n = h.size(1), d = d_model_, H = heads_, dh = d_model_ / heads_;
+  const int64_t T = cache.offset;
+  auto attn = [&](const torch::Tensor& x) {                                // x: [B*n, d]
+    auto qkv = at::addmm(in_proj_->bias, x, in_proj_->weight.t())
+                   .view({B, n, 3, H, dh})
+                   .permute({2, 0, 3, 1, 4})
+                   .contiguous()
+                   .view({3, B * H, n, dh});
+    auto parts = qkv.unbind(0);
+    auto k = T == 0 ? parts[1] : at::cat({cache.tensors.at(0), parts[1]}, 1);  // [B*H, T+n, dh]
+    auto v = T == 0 ? parts[2] : at::cat({cache.tensors.at(1), parts[2]}, 1);
+    cache.tensors = {k, v};
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    auto scores = at::baddbmm(causal_bias(T, n, x.options()), parts[0], k.transpose(1, 2), 1.0, scale);
+    auto ctx = at::bmm(attn_dropout_->forward(at::softmax(scores, -1)), v);  // [B*H, n, dh]
+    ctx = ctx.view({B, H, n, dh}).permute({0, 2, 1, 3}).reshape({B * n, d});
+    return at::addmm(out_proj_->bias, ctx, out_proj_->weight.t());
+  };
+  auto out = sublayer(h.reshape({B * n, d}), attn).view(h.sizes());
+  cache.offset = T + n;
+  return out;
+}
+
 void register_attention_mixers(MixerRegistry& registry) {
   MixerInfo fast;
   fast.name = "attention";

@@ -31,6 +31,15 @@ class AttentionParamsImpl : public TokenMixerImpl {
   }
   int64_t d_model_, heads_;
   bool pre_norm_;
+
+ public:
+  // The incremental path, shared by both attention paths: a KV cache per layer (cache.tensors =
+  // {k, v}, each [B*H, T, dh], T = cache.offset), grown by the n new positions; memory and cost
+  // per new token grow with T, as attention's do.
+  bool has_incremental() const override { return true; }
+  torch::Tensor step(const torch::Tensor& h, MixerCache& cache) override;
+
+ protected:
   torch::nn::Linear in_proj_{nullptr}, out_proj_{nullptr};
   torch::nn::LayerNorm norm_{nullptr};
   RowDropout attn_dropout_{nullptr}, dropout_{nullptr};

@@ -5,8 +5,11 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+
 #include "core/model_config.h"
 #include "core/pluecker.h"
+#include "util/error.h"
 
 namespace grassaudit {
 namespace {
@@ -175,6 +178,37 @@ torch::Tensor GrassmannMixerImpl::forward(const torch::Tensor& h) {
   // loops over raw pointers; on any other device the literal path computes the same function
   // with ATen ops alone (tests/core compare the two paths).
   return (options_.literal || !h.device().is_cpu()) ? forward_literal(h) : forward_fast(h);
+}
+
+std::string GrassmannMixerImpl::incremental_unsupported() const {
+  return "the future mixer pairs z_t with z_{t+D}: its output at t needs tokens that do not exist yet, so it has no "
+         "incremental path (no generation, no streaming)";
+}
+
+// h: [B, n, d], positions T .. T+n-1 (T = cache.offset) -> [B, n, d], forward()'s rows for them.
+// z_ext = [kept z of the last min(T, maxD) positions ; z of the new ones]: every partner t - D >= 0
+// of a new position is in z_ext, and one that is not has t - D < 0, where forward() has none
+// either, so the partner mean over z_ext is forward()'s for the new rows.
+torch::Tensor GrassmannMixerImpl::step(const torch::Tensor& h, MixerCache& cache) {
+  if (!has_incremental()) throw InputError(incremental_unsupported());
+  const int64_t B = h.size(0), n = h.size(1), r = options_.rank, d = options_.d_model;
+  const int64_t max_d = *std::max_element(options_.offsets.begin(), options_.offsets.end());
+  auto geometry_new = [&](const torch::Tensor& x) {                          // x: [B, n, d] -> g [B, n, d]
+    auto z_new = reduce_->forward(x);                                        // [B, n, r]
+    auto z = cache.tensors.empty() ? z_new : at::cat({cache.tensors[0], z_new}, 1);  // [B, m, r]
+    const int64_t m = z.size(1), first = m - n;
+    cache.tensors = {z.narrow(1, std::max<int64_t>(0, m - max_d), std::min(m, max_d)).contiguous()};
+    auto c = pluecker_partner_mean(z, options_.offsets, /*future=*/false, options_.eps);
+    auto wedge = pluecker_wedge(z.narrow(1, first, n), c.narrow(1, first, n));   // [B, n, C]
+    auto g = at::mm(wedge.reshape({B * n, pluecker_dim(r)}), pluecker_->weight.t()).view({B, n, d});
+    auto count = valid_offset_count(m, options_.offsets, options_.direction, z.options()).narrow(0, first, n);
+    return g + (count > 0).to(z.scalar_type()).view({n, 1}) * pluecker_->bias;
+  };
+  auto out = sublayer(h, [&](const torch::Tensor& x) {
+    return options_.literal ? gate_blend(x, geometry_new(x)) : gate_blend_fast(x, geometry_new(x));
+  });
+  cache.offset += n;
+  return out;
 }
 
 void register_grassmann_mixers(MixerRegistry& registry) {

@@ -45,6 +45,14 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   torch::Tensor forward_literal(const torch::Tensor& h);
   const GrassmannOptions& options() const { return options_; }
 
+  // The incremental path (past pairing only): cache.tensors = {z}, the reduced states of the last
+  // min(offset, max D) positions [B, <= maxD, r]. A new position needs only those partners, so
+  // memory per layer is maxD x r per row and the cost per token is flat in the context: the
+  // partner mean over maxD + n rows and one C(r,2) x d projection per new position.
+  bool has_incremental() const override { return options_.direction == PairDirection::kPast; }
+  std::string incremental_unsupported() const override;
+  torch::Tensor step(const torch::Tensor& h, MixerCache& cache) override;
+
  private:
   // z: [B, L, r] -> g: [B, L, d], the geometric feature g_t before the gate.
   torch::Tensor geometry_fast(const torch::Tensor& z);

@@ -26,6 +26,13 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h) {
   return ffn_norm_->forward(hhat + dropout_->forward(ffn(hhat)));
 }
 
+torch::Tensor BlockImpl::step(const torch::Tensor& h, MixerCache& cache) {
+  auto hhat = mixer_->step(h, cache);
+  auto ffn = [&](const torch::Tensor& x) { return ffn_out_->forward(at::gelu(ffn_in_->forward(x))); };
+  if (pre_norm_) return hhat + dropout_->forward(ffn(ffn_norm_->forward(hhat)));
+  return ffn_norm_->forward(hhat + dropout_->forward(ffn(hhat)));
+}
+
 LanguageModelImpl::LanguageModelImpl(const ModelConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
   tok_emb_ = register_module("tok_emb", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
@@ -60,6 +67,40 @@ torch::Tensor LanguageModelImpl::head(const torch::Tensor& hidden) {
 
 torch::Tensor LanguageModelImpl::forward(const torch::Tensor& ids) {
   return head(hidden_from_embeddings(embed_tokens(ids)));
+}
+
+bool LanguageModelImpl::has_incremental() const { return incremental_unsupported().empty(); }
+
+std::string LanguageModelImpl::incremental_unsupported() const {
+  for (const auto& block : *blocks_) {
+    const auto& mixer = block->as<BlockImpl>()->mixer();
+    if (!mixer.has_incremental()) return mixer.incremental_unsupported();
+  }
+  return {};
+}
+
+LmState LanguageModelImpl::init_state() const {
+  if (const auto why = incremental_unsupported(); !why.empty()) throw InputError(why);
+  LmState s;
+  s.layers.resize(blocks_->size());
+  return s;
+}
+
+// ids: [B, n] -> hidden [B, n, d] for positions offset .. offset+n-1.
+torch::Tensor LanguageModelImpl::step_hidden(const torch::Tensor& ids, LmState& state) {
+  if (ids.dim() != 2 || ids.size(1) < 1)
+    throw InputError(fmt::format("step: token ids must be [B, n] with n >= 1, got {} dims", ids.dim()));
+  if (state.layers.size() != blocks_->size()) throw InputError("step: state was not made by init_state()");
+  const int64_t n = ids.size(1);
+  if (state.offset + n > cfg_.max_len)
+    throw InputError(fmt::format("context of {} tokens exceeds the model's max_len {} (learned positions)",
+                                 state.offset + n, cfg_.max_len));
+  auto pos = pos_emb_->weight.narrow(0, state.offset, n).unsqueeze(0);  // [1, n, d]
+  auto h = emb_dropout_->forward(tok_emb_->forward(ids) + pos);
+  size_t i = 0;
+  for (auto& block : *blocks_) h = block->as<BlockImpl>()->step(h, state.layers[i++]);
+  state.offset += n;
+  return final_norm_->forward(h);
 }
 
 int64_t LanguageModelImpl::parameter_count() const {

@@ -6,6 +6,7 @@
 // register_module names are checkpoint keys: keep them stable.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -25,6 +26,10 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, int64_t layer);
   // h: [B, L, d] -> [B, L, d]
   torch::Tensor forward(const torch::Tensor& h);
+  // The incremental path: h [B, n, d] for the positions after cache.offset -> [B, n, d]; the
+  // feed-forward is position-wise, so only the mixer keeps state.
+  torch::Tensor step(const torch::Tensor& h, MixerCache& cache);
+  const TokenMixerImpl& mixer() const { return *mixer_; }
 
  private:
   std::shared_ptr<TokenMixerImpl> mixer_;
@@ -34,6 +39,12 @@ class BlockImpl : public torch::nn::Module {
   bool pre_norm_ = false;
 };
 TORCH_MODULE(Block);
+
+// The state of one incremental run: how many positions were consumed and each layer's cache.
+struct LmState {
+  int64_t offset = 0;
+  std::vector<MixerCache> layers;
+};
 
 class LanguageModelImpl : public torch::nn::Module {
  public:
@@ -47,6 +58,16 @@ class LanguageModelImpl : public torch::nn::Module {
   torch::Tensor hidden_from_embeddings(const torch::Tensor& tok);
   // final hidden [B, L, d] -> logits [B, L, V] (position-wise; tied to E)
   torch::Tensor head(const torch::Tensor& hidden);
+
+  // The incremental path (generation): an empty state, then step() with the next n >= 1 ids
+  // [B, n] -> the final hidden states [B, n, d] of those positions, equal to
+  // hidden_from_embeddings' rows (float64 1e-12, float32 1e-5; tests/core/test_incremental.cpp).
+  // InputError when a mixer has none (incremental_unsupported()) or offset + n > max_len.
+  bool has_incremental() const;
+  std::string incremental_unsupported() const;  // "" when has_incremental()
+  LmState init_state() const;
+  torch::Tensor step_hidden(const torch::Tensor& ids, LmState& state);
+  torch::Tensor step(const torch::Tensor& ids, LmState& state) { return head(step_hidden(ids, state)); }
   // The head's weight, E = tok_emb.weight [V, d] (for the fused head loss, core/fused_head.h).
   const torch::Tensor& tied_weight() const { return tok_emb_->weight; }
 

@@ -26,6 +26,8 @@ std::string pairing_name(MixerPairing pairing) {
   throw std::logic_error("pairing_name: unknown MixerPairing");
 }
 
+torch::Tensor TokenMixerImpl::step(const torch::Tensor&, MixerCache&) { throw InputError(incremental_unsupported()); }
+
 MixerRegistry& MixerRegistry::instance() {
   // Built once, fully populated and checked, before anyone can see it (no static-init order games).
   static MixerRegistry* registry = [] {

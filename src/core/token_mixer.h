@@ -16,10 +16,24 @@ namespace grassaudit {
 
 struct ModelConfig;
 
+// What a mixer keeps between incremental calls (generation, streaming): a KV cache, or the last
+// reduced states of a Grassmann layer. `offset` is the number of positions consumed so far.
+struct MixerCache {
+  std::vector<torch::Tensor> tensors;
+  int64_t offset = 0;
+};
+
 class TokenMixerImpl : public torch::nn::Module {
  public:
   // h: [B, L, d] -> [B, L, d]
   virtual torch::Tensor forward(const torch::Tensor& h) = 0;
+  // The incremental path. h: [B, n, d], the n >= 1 positions after cache.offset -> their mixed
+  // states [B, n, d], exactly forward()'s rows for those positions (tests/core/test_incremental.cpp);
+  // cache is advanced. Mixers without one (future pairing needs tokens that do not exist yet)
+  // keep the default, which throws InputError with incremental_unsupported().
+  virtual bool has_incremental() const { return false; }
+  virtual std::string incremental_unsupported() const { return "this mixer has no incremental path"; }
+  virtual torch::Tensor step(const torch::Tensor& h, MixerCache& cache);
 };
 
 using TokenMixerFactory =
