@@ -5,6 +5,8 @@
 #   scripts/bench.sh targets   the performance targets, side by side -> reports/bench/targets/
 #   scripts/bench.sh chunks    the fused head's chunk-size sweep (paper-6l-L128 step) -> targets/loss-chunks-T<threads>.json
 #   scripts/bench.sh profile   where the paper-6l-L128 step's time goes, op by op -> targets/op-profile-T<threads>.json
+#   scripts/bench.sh decode    generation through the incremental path, past vs attention, contexts
+#                              128 .. 4096 (paper-6l-L128 size) -> decode-T<threads>.json
 #   scripts/bench.sh all       sweep and targets
 #
 # Environment: THREADS (default 1), BIN (default build/grassaudit), PY (default /usr/bin/python3,
@@ -176,12 +178,22 @@ profile() {
     --profile-ops --json "$OUT/targets/op-profile-T$T.json" >/dev/null
 }
 
+# Decode: single-token steps (head included) after a prefill of each context, past (Grassmann
+# buffer: the last max-offset reduced states) against attention (KV cache), reps interleaved in one
+# process; tokens/s and the state's bytes per context.
+decode() {
+  echo "== decode through the incremental path, paper-6l-L128 size, $T thread(s)" >&2
+  "$BIN" bench --decode --model paper-6l-L128 --mixer past,attention --contexts 128,256,512,1024,2048,4096 \
+    --decode-steps 32 --reps 3 --warmup 1 --threads "$T" --json "$OUT/decode-T$T.json" >/dev/null
+}
+
 case "$MODE" in
   sweep) sweep ;;
+  decode) decode ;;
   targets) targets ;;
   chunks) chunks ;;
   profile) profile ;;
   summary) summary ;;
   all) sweep; targets ;;
-  *) echo "usage: scripts/bench.sh [sweep|targets|chunks|profile|summary|all]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [sweep|targets|chunks|profile|decode|summary|all]" >&2; exit 2 ;;
 esac

@@ -309,6 +309,8 @@ nlohmann::json to_json(const BenchTiming& t) {
                    {"ms_per_step", {{"median", t.ms_median}, {"min", t.ms_min}, {"max", t.ms_max}}},
                    {"threads", t.threads},
                    {"blas", t.blas},
+                   {"blas_core", blas_core()},
+                   {"blas_core_source", blas_core_source()},
                    {"peak_rss_mb", t.peak_rss_mb},
                    {"machine", t.machine},
                    {"reps", t.reps},

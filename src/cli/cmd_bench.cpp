@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/decode_bench.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/lm_loss.h"
@@ -33,6 +34,8 @@ const char* kUsage =
     "       grassaudit bench --mixer NAME[,NAME...] --tokens T --seq-len L1,L2,...   (sweep, batch = T / L)\n"
     "       grassaudit bench --model PRESET --mixer NAME[,NAME...] [--batch B] [--threads T] [--reps N]\n"
     "                        [--loss-impl fused,materialized] [--loss-chunk N[,N...]] [--profile-ops]\n"
+    "       grassaudit bench --decode --model PRESET --mixer past,attention [--contexts 128,...,4096]\n"
+    "                        [--decode-steps N] [--batch B] [--reps N] [--threads T]\n"
     "\n"
     "Layer mode: one mixer layer, forward + backward of mean(y^2), float32, input requiring grad,\n"
     "after --warmup untimed reps; dropout 0 unless --dropout (as reference/python/bench_mha.py).\n"
@@ -45,6 +48,9 @@ const char* kUsage =
     "[B*L, V] logits); every mixer x impl (x chunk) is its own entry with \"loss_impl\" in its JSON.\n"
     "--profile-ops adds \"op_profile\": one more step per entry under the op profiler, self time by\n"
     "op and by category (gemm, layer_norm, gelu, dropout, attention_softmax, ...).\n"
+    "Decode mode: the preset's model (untrained, max_len = the largest context + steps) generating through\n"
+    "its incremental path: per context, a prefill (untimed), then --decode-steps single-token steps\n"
+    "(head included); tokens_per_second, ms_per_token and the state's bytes (KV cache / Grassmann buffer).\n"
     "Several comma-separated mixers (and sequence lengths) are timed in one run with their reps\n"
     "interleaved, so their ratios are measured side by side. Output: JSON on stdout (one object, or {\"results\": [...]}\n"
     "for several mixers) with tokens_per_second (median over reps), ms_per_step {median,min,max},\n"
@@ -112,6 +118,9 @@ int run(int argc, char** argv) {
       ("loss-chunk", po::value<std::string>(),
        "model mode, fused loss: tokens per head chunk, or a comma list (a sweep; default the built-in size)")
       ("profile-ops", "model mode: profile one more step of each entry, op by op (self time), into \"op_profile\"")
+      ("decode", "decode mode: single-token steps through the incremental path at each --contexts length")
+      ("contexts", po::value<std::string>(), "decode mode: context lengths (default 128,256,512,1024,2048,4096)")
+      ("decode-steps", po::value<int64_t>(), "decode mode: timed single-token steps per context (default 32)")
       ("audit-cost", po::value<int64_t>(),
        "model mode: also time one gate audit of each model (the trainer's settings, run halfway through the "
        "timed steps on the model being timed) and compare it with an epoch of this many training tokens at the "
@@ -134,6 +143,36 @@ int run(int argc, char** argv) {
     return vm.count(key) ? vm[key].as<int64_t>() : fallback;
   };
   auto opt_reps = [&](const char* key, int fallback) { return vm.count(key) ? vm[key].as<int>() : fallback; };
+
+  if (vm.count("decode")) {
+    if (!vm.count("model")) throw InputError("--decode needs --model PRESET (the model's size)");
+    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "audit-cost", "tokens", "seq-len"})
+      if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --decode", flag));
+    Preset preset = get_preset(vm["model"].as<std::string>());
+    DecodeBenchOptions o;
+    o.mixers = mixers;
+    o.model = model_config_from_flags(vm, preset.model);
+    o.model.dropout = 0.0;
+    if (vm.count("contexts")) o.contexts = parse_int_list(vm["contexts"].as<std::string>(), "--contexts");
+    o.steps = opt_int("decode-steps", 32);
+    o.batch = opt_int("batch", 1);
+    o.reps = opt_reps("reps", 3);
+    o.warmup = opt_reps("warmup", 1);
+    check_decode_bench(o);
+    print_runtime_banner();
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& t : bench_decode(o)) {
+      auto j = to_json(t);
+      j["preset"] = preset.name;
+      arr.push_back(j);
+    }
+    const std::string text = nlohmann::json{{"decode", arr}}.dump(2) + "\n";
+    std::cout << text;
+    if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
+    return kExitOk;
+  }
+  for (const char* flag : {"contexts", "decode-steps"})
+    if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --decode", flag));
 
   std::vector<BenchTiming> results;
   double gemm = 0;

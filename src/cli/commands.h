@@ -4,6 +4,7 @@ namespace grassaudit::cli {
 int audit_main(int argc, char** argv);
 int train_main(int argc, char** argv);
 int eval_main(int argc, char** argv);
+int generate_main(int argc, char** argv);
 int report_main(int argc, char** argv);
 int bench_main(int argc, char** argv);
 int mixers_main(int argc, char** argv);

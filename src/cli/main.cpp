@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/cpu_features.h"
+#include "core/runtime.h"
 #include "util/command_line.h"
 #include "util/error.h"
 
@@ -25,6 +27,7 @@ const std::vector<Command>& commands() {
       {"audit", "causality audit of a built-in mixer, a checkpoint, a TorchScript model or a suite", audit_main},
       {"train", "train a language model on WikiText-2 (audit gate before every perplexity)", train_main},
       {"eval", "evaluate a checkpoint (audit gate first)", eval_main},
+      {"generate", "generate text from a checkpoint (audit gate first; incremental path)", generate_main},
       {"train-nli", "train an SNLI classification head (Grassmann-Pluecker or Transformer)", train_nli_main},
       {"report", "regenerate the comparison report from committed artifacts", report_main},
       {"bench", "benchmark a mixer layer or a whole-model training step", bench_main},
@@ -43,15 +46,40 @@ const std::vector<Command>& commands() {
 // executable's .preinit_array is undone by libc's own start-up), so the compute commands
 // re-execute themselves once with it set. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins;
 // if the exec fails the command runs on with spinning workers (slower, not different).
-void ensure_passive_openmp(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+//
+// The same exec selects OpenBLAS's kernel family when its own detection fell below what the CPU
+// can run (core/cpu_features.h): OpenBLAS reads OPENBLAS_CORETYPE once, when it loads, so only a
+// fresh process can change it. Measured on the 2-core AMD EPYC (AVX-512 + BF16) development
+// machine, 2 threads, same process image: OpenBLAS 0.3.21 picks Haswell, sgemm 1024^3 243-246
+// GFLOP/s; with SkylakeX/Cooperlake kernels 451-456 (the head's [4096,256]x[256,30522]: 228-237
+// vs 429-436). A user's own OPENBLAS_CORETYPE wins.
+void prepare_runtime_and_reexec(char** argv) {
+  bool set_omp = false, set_core = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    set_omp = true;
+  }
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    const std::string reported = grassaudit::blas_core();
+    if (auto core = grassaudit::openblas_core_upgrade(reported, grassaudit::detect_cpu_features())) {
+      ::setenv("OPENBLAS_CORETYPE", core->c_str(), 1);
+      ::setenv("GRASSAUDIT_OPENBLAS_CORE_FROM", reported.c_str(), 1);
+      set_core = true;
+    }
+  }
+  if (!set_omp && !set_core) return;
   ::execv("/proc/self/exe", argv);
-  ::unsetenv("OMP_WAIT_POLICY");  // exec failed: say so in the banner by leaving it unset
+  // exec failed: run on as we are, and say so in the banner by unsetting what we set
+  if (set_omp) ::unsetenv("OMP_WAIT_POLICY");
+  if (set_core) {
+    ::unsetenv("OPENBLAS_CORETYPE");
+    ::unsetenv("GRASSAUDIT_OPENBLAS_CORE_FROM");
+  }
 }
 
 bool is_compute_command(const std::string& name) {
-  return name == "train" || name == "eval" || name == "audit" || name == "bench" || name == "train-nli";
+  return name == "train" || name == "eval" || name == "audit" || name == "bench" || name == "train-nli" ||
+         name == "generate";
 }
 
 void usage(std::ostream& out) {
@@ -71,7 +99,7 @@ int main(int argc, char** argv) {
     usage(std::cout);
     return 0;
   }
-  if (is_compute_command(name)) ensure_passive_openmp(argv);
+  if (is_compute_command(name)) prepare_runtime_and_reexec(argv);
   grassaudit::set_command_line(argc, argv);
   for (const auto& c : commands())
     if (name == c.name) return c.run(argc - 1, argv + 1);

@@ -1,4 +1,6 @@
 #include "core/runtime.h"
+
+#include "core/cpu_features.h"
 #include "core/torch_compat.h"
 
 #include <ATen/ATen.h>
@@ -89,6 +91,20 @@ std::string blas_in_use() {
 
 bool blas_is_reference() { return blas_in_use().rfind("reference", 0) == 0; }
 
+std::string blas_core() {
+  using CoreNameFn = char* (*)();
+  auto get = reinterpret_cast<CoreNameFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const char* name = get ? get() : nullptr;
+  return name ? std::string(name) : std::string();
+}
+
+std::string blas_core_source() {
+  if (const char* from = std::getenv("GRASSAUDIT_OPENBLAS_CORE_FROM"); from && *from)
+    return fmt::format("grassaudit (over OpenBLAS's own {})", from);
+  if (const char* user = std::getenv("OPENBLAS_CORETYPE"); user && *user) return "OPENBLAS_CORETYPE (user)";
+  return "openblas";
+}
+
 double measure_gemm_gflops(int n, int reps) {
   auto a = at::randn({n, n}), b = at::randn({n, n});
   at::mm(a, b);  // warm-up, and maps the BLAS library
@@ -107,8 +123,10 @@ std::string runtime_banner() {
   double gflops = measure_gemm_gflops(256, 3);
   std::ostringstream out;
   const int bt = blas_threads();
-  out << fmt::format("threads: {} (intra-op), BLAS: {} ({} threads), sgemm 256: {:.1f} GFLOP/s\n",
-                     at::get_num_threads(), blas_in_use(), bt > 0 ? std::to_string(bt) : "own", gflops);
+  const std::string core = blas_core();
+  out << fmt::format("threads: {} (intra-op), BLAS: {} ({} threads{}), sgemm 256: {:.1f} GFLOP/s\n",
+                     at::get_num_threads(), blas_in_use(), bt > 0 ? std::to_string(bt) : "own",
+                     core.empty() ? "" : fmt::format(", core {} chosen by {}", core, blas_core_source()), gflops);
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   out << fmt::format("OpenMP waiting: OMP_WAIT_POLICY={}{}\n", policy ? policy : "(unset: spinning)",
@@ -118,6 +136,11 @@ std::string runtime_banner() {
   std::string line;
   while (std::getline(lines, line))
     if (!line.empty()) out << "  " << line << "\n";
+  if (!core.empty() && blas_core_source() == "OPENBLAS_CORETYPE (user)")
+    if (auto better = openblas_core_upgrade(core, detect_cpu_features()))
+      out << fmt::format("note: OPENBLAS_CORETYPE={} is set in the environment (kept: yours wins); this CPU runs {} "
+                         "kernels, which grassaudit would choose without it\n",
+                         core, *better);
   if (blas_is_reference())
     out << "WARNING: LibTorch is using the reference BLAS (about 30x slower GEMM); "
            "install libopenblas0-pthread (apt-get install libopenblas0-pthread)\n";

@@ -26,6 +26,11 @@ int blas_threads();
 // "OpenBLAS (libopenblas0-pthread: /usr/lib/.../libblas.so.3)" or "reference BLAS (...)".
 std::string blas_in_use();
 bool blas_is_reference();
+// OpenBLAS's kernel family in use (openblas_get_corename(): "Haswell", "Cooperlake", ...), "" when
+// the BLAS is not OpenBLAS; and how it was chosen: "openblas" (its own detection), "grassaudit
+// (over OpenBLAS's own X)" (cli/main.cpp, core/cpu_features.h) or "OPENBLAS_CORETYPE (user)".
+std::string blas_core();
+std::string blas_core_source();
 
 // Measured single-precision GEMM rate (n x n x n, median of a few reps), in GFLOP/s.
 double measure_gemm_gflops(int n = 512, int reps = 5);

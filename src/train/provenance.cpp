@@ -34,6 +34,8 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
   nlohmann::json p = code_and_command(in);
   p["libtorch_version"] = TORCH_VERSION;
   p["blas"] = blas_in_use();
+  p["blas_core"] = blas_core();  // the kernel family, and who chose it (cli/main.cpp)
+  p["blas_core_source"] = blas_core_source();
   p["blas_threads"] = blas_threads();
   p["dropout_masks"] = kDropoutMaskRule;
   p["data_sha256"] = data;

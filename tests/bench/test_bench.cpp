@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -142,4 +144,38 @@ TEST(BenchUnits, PeakRssAndLayerConfig) {
   o.model.offset_mode = "all";
   c = layer_bench_config(o, "past", 16);
   EXPECT_EQ(c.layer_offsets(0), (std::vector<int64_t>{3, 5, 7}));
+}
+
+// Decode mode (issue #26 item 3): past and attention generate through their incremental paths
+// at each context; the Grassmann state stays the last max-offset reduced states whatever the
+// context, the KV cache grows with it; the future mixer has no decode mode (one line).
+TEST(BenchCli, DecodeModeMeasuresEveryContextAndTheStateSize) {
+  auto r = run_cli(
+      "bench --decode --model paper-6l-L128 --mixer past,attention --vocab-size 64 --d-model 32 --rank 4 --d-ff 64 "
+      "--contexts 8,32,64 --decode-steps 4 --reps 2 --warmup 0 --threads 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["decode"].size(), 6u);
+  std::map<std::string, std::vector<int64_t>> bytes;
+  for (const auto& e : j["decode"]) {
+    EXPECT_GT(e["tokens_per_second"].get<double>(), 0);
+    EXPECT_LE(e["ms_per_token"]["min"].get<double>(), e["ms_per_token"]["max"].get<double>());
+    EXPECT_EQ(e["threads"].get<int>(), 1);
+    EXPECT_FALSE(e["machine"].get<std::string>().empty());
+    bytes[e["mixer"].get<std::string>()].push_back(e["state_bytes"].get<int64_t>());
+  }
+  ASSERT_EQ(bytes["past"].size(), 3u);
+  // past: per layer [1, min(T, its largest offset), r] floats: the same at contexts 32 and 64 (offsets <= 16)
+  EXPECT_EQ(bytes["past"][1], bytes["past"][2]);
+  EXPECT_LT(bytes["attention"][0], bytes["attention"][1]);
+  EXPECT_LT(bytes["attention"][1], bytes["attention"][2]);
+  EXPECT_LT(bytes["past"][2], bytes["attention"][2]);
+
+  auto f = run_cli("bench --decode --model paper-6l-L128 --mixer future --vocab-size 64 --d-model 32 --rank 4 "
+                   "--d-ff 64 --contexts 8 --threads 1");
+  EXPECT_EQ(f.status, 2);
+  EXPECT_NE(f.err.find("tokens that do not exist yet"), std::string::npos) << f.err;
+  auto g = run_cli("bench --decode --mixer past --contexts 8 --threads 1");
+  EXPECT_EQ(g.status, 2);
+  EXPECT_NE(g.err.find("--decode needs --model"), std::string::npos) << g.err;
 }

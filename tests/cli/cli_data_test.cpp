@@ -5,6 +5,9 @@
 // error is still the last line and the only error line.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <tuple>
+
 #include "cli_support.h"
 
 namespace grassaudit::clitest {
@@ -250,4 +253,71 @@ TEST(CliData, SnliBadFilesThroughTrainNli) {
 }
 
 }  // namespace
+}  // namespace grassaudit::clitest
+
+namespace grassaudit::clitest {
+// grassaudit generate (issue #26 item 2): text through the incremental path of a trained
+// checkpoint, the audit gate first; deterministic for a seed; a leaky checkpoint is refused
+// (exit 1, one line: its samples are quarantined like its numbers); bad flags are one line.
+TEST(CliData, GenerateIsDeterministicForASeedAndRefusesALeakyCheckpoint) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  make_fake_data(t.file("data"));
+  for (const std::string tokenizer : {"word", "wordpiece"}) {
+    SCOPED_TRACE(tokenizer);
+    const std::string run = t.file("run-" + tokenizer);
+    auto r = cli.run({"train", "--mixer", "past", "--preset", "tiny", "--data-dir", t.file("data"), "--tokenizer",
+                      tokenizer, "--allow-other-data", "--max-tokens", "64", "--out", run, "--threads", "1"});
+    ASSERT_EQ(r.status, 0) << show(r);
+    const std::string ck = run + "/checkpoints/last.ckpt";
+    auto gen = [&](const std::string& seed, const std::string& json) {
+      return cli.run({"generate", "--checkpoint", ck, "--prompt", "w1 w2 w3", "--tokens", "40", "--temperature", "0.9",
+                      "--top-k", "10", "--seed", seed, "--data-dir", t.file("data"), "--allow-other-data",
+                      "--threads", "1", "--json", json});
+    };
+    auto a = gen("7", t.file("a.json"));
+    ASSERT_EQ(a.status, 0) << show(a);
+    auto b = gen("7", t.file("b.json"));
+    ASSERT_EQ(b.status, 0) << show(b);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.out.rfind("w1 w2 w3 ", 0), 0u) << a.out;  // the prompt, then the continuation
+    const auto ja = nlohmann::json::parse(read_text(t.file("a.json")));
+    EXPECT_EQ(ja["ids"].size(), 40u);
+    EXPECT_EQ(ja["tokenizer"], tokenizer);
+    EXPECT_EQ(ja["audit"]["verdict"], "causal");
+    auto c = gen("8", t.file("c.json"));
+    ASSERT_EQ(c.status, 0) << show(c);
+    EXPECT_NE(nlohmann::json::parse(read_text(t.file("c.json")))["ids"], ja["ids"]);  // another seed, other draws
+  }
+  // More tokens than max_len (16): the context restarts, generation goes on.
+  auto r = cli.run({"generate", "--checkpoint", t.file("run-word/checkpoints/last.ckpt"), "--prompt", "w1", "--tokens",
+                    "50", "--temperature", "0", "--data-dir", t.file("data"), "--allow-other-data", "--threads", "1",
+                    "--json", t.file("long.json")});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_EQ(nlohmann::json::parse(read_text(t.file("long.json")))["ids"].size(), 50u);
+
+  r = cli.run({"train", "--mixer", "future", "--preset", "tiny", "--data-dir", t.file("data"), "--tokenizer", "word",
+               "--allow-other-data", "--max-tokens", "64", "--out", t.file("run-future"), "--threads", "1"});
+  ASSERT_EQ(r.status, 0) << show(r);
+  r = cli.run({"generate", "--checkpoint", t.file("run-future/checkpoints/last.ckpt"), "--prompt", "w1", "--data-dir",
+               t.file("data"), "--allow-other-data", "--threads", "1"});
+  EXPECT_EQ(r.status, 1) << show(r);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const auto lines = lines_of(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("leaky"), std::string::npos) << lines.back();
+  EXPECT_NE(lines.back().find("so are its samples"), std::string::npos) << lines.back();
+
+  const std::string ck = t.file("run-word/checkpoints/last.ckpt");
+  for (const auto& [flag, value, needle] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--tokens", "0", "--tokens"}, {"--temperature", "-1", "--temperature"}, {"--top-k", "-2", "--top-k"}}) {
+    r = cli.run({"generate", "--checkpoint", ck, "--prompt", "w1", flag, value, "--data-dir", t.file("data"),
+                 "--allow-other-data"});
+    EXPECT_TRUE(IsOneLineError(r, "generate", {needle})) << flag;
+  }
+  r = cli.run({"generate", "--checkpoint", ck, "--prompt", "   ", "--data-dir", t.file("data"), "--allow-other-data"});
+  EXPECT_TRUE(IsOneLineError(r, "generate", {"--prompt has no tokens"}, /*only_line=*/false));
+}
+
 }  // namespace grassaudit::clitest

@@ -1,0 +1,40 @@
+#pragma once
+// What the CPU can run, from cpuid (and xgetbv: the OS must save the wider registers), and which
+// OpenBLAS kernel family that allows. Debian 12's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not know
+// newer CPUs and falls back to an older family ("Prescott", SSE3 only, on a Xeon with AVX-512 and
+// AMX: sgemm 36 vs 168 GFLOP/s with OPENBLAS_CORETYPE=Cooperlake, issue #27). The CLI sets
+// OPENBLAS_CORETYPE before OpenBLAS loads (cli/main.cpp re-executes once) when the reported core
+// is below what the flags allow; a user's own OPENBLAS_CORETYPE always wins.
+#include <optional>
+#include <string>
+
+namespace grassaudit {
+
+struct CpuFeatures {
+  std::string vendor;  // GenuineIntel, AuthenticAMD, ...
+  bool sse3 = false, avx = false, avx2 = false, fma = false;
+  bool avx512f = false, avx512cd = false, avx512bw = false, avx512dq = false, avx512vl = false;
+  bool avx512_bf16 = false;
+  bool amx_tile = false, amx_bf16 = false;
+  // The OS saves the registers (XCR0): YMM for AVX/AVX2, opmask + ZMM for AVX-512, tiles for AMX.
+  bool os_ymm = false, os_zmm = false, os_amx = false;
+};
+
+CpuFeatures detect_cpu_features();
+
+// The best OpenBLAS kernel family whose instructions the CPU has and the OS enables:
+// "Cooperlake" (AVX-512 F/CD/BW/DQ/VL + AVX512_BF16), "SkylakeX" (AVX-512 without BF16),
+// "Haswell" (AVX2 + FMA), "Sandybridge" (AVX), "Prescott" (SSE3), else "" (unknown).
+std::string best_openblas_core(const CpuFeatures& f);
+
+// The OPENBLAS_CORETYPE to set, or nullopt to leave OpenBLAS's own choice: only when `reported`
+// (openblas_get_corename()) is a family below best_openblas_core(f) -- never a kernel the CPU
+// lacks -- and never over a vendor-specific target OpenBLAS chose (Zen, ...) that the ranking does
+// not know. Pure: unit-tested on flag sets.
+std::optional<std::string> openblas_core_upgrade(const std::string& reported, const CpuFeatures& f);
+
+// Native bf16 matrix arithmetic (AMX-BF16 or AVX512_BF16, OS-enabled): what --precision bf16 on
+// CPU needs. `why` gets one line when not.
+bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why);
+
+}  // namespace grassaudit
