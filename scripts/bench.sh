@@ -6,7 +6,7 @@
 #   scripts/bench.sh chunks    the fused head's chunk-size sweep (paper-6l-L128 step) -> targets/loss-chunks-T<threads>.json
 #   scripts/bench.sh profile   where the paper-6l-L128 step's time goes, op by op -> targets/op-profile-T<threads>.json
 #   scripts/bench.sh decode    generation through the incremental path, past vs attention, contexts
-#                              128 .. 4096 (paper-6l-L128 size) -> decode-T<threads>.json
+#                              128 .. 4096 (paper-6l-L128 size) -> decode/paper-6l-L128-T<threads>.json
 #   scripts/bench.sh all       sweep and targets
 #
 # Environment: THREADS (default 1), BIN (default build/grassaudit), PY (default /usr/bin/python3,
@@ -184,7 +184,7 @@ profile() {
 decode() {
   echo "== decode through the incremental path, paper-6l-L128 size, $T thread(s)" >&2
   "$BIN" bench --decode --model paper-6l-L128 --mixer past,attention --contexts 128,256,512,1024,2048,4096 \
-    --decode-steps 32 --reps 3 --warmup 1 --threads "$T" --json "$OUT/decode-T$T.json" >/dev/null
+    --decode-steps 32 --reps 3 --warmup 1 --threads "$T" --json "$OUT/decode/paper-6l-L128-T$T.json" >/dev/null
 }
 
 case "$MODE" in

@@ -138,34 +138,46 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
   Evidence best;
   int64_t horizon = 0;
   Pass scratch32, scratch64;
-  for (int64_t len : lens)
-    for (AuditMode mode : modes) {
-      prec.to_own();
-      EffectTable t32 = prober.probe_table(mode, len, scratch32, Side::kPast);
-      bool f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
-      TableVerdict v = judge(t32, f64 ? prec.threshold() : kPastCertain32, Side::kPast);
-      if (!f64) {
-        // Cuts whose only evidence beyond the certain horizon is small: decide them in float64.
-        std::vector<int64_t> cuts;
-        for (int64_t c = 1; c < len; ++c)
-          for (int64_t t = c; t < len; ++t) {
-            const double e = t32.at(t, c);
-            if (e > 0 && e < kPastCertain32 && cut_distance(Side::kPast, t, c) > v.horizon) {
-              cuts.push_back(c);
-              break;
-            }
-          }
-        if (!cuts.empty()) {
-          TableVerdict small;
-          if (prec.to_float64()) {
-            f64 = true;
-            small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), prec.threshold(), Side::kPast);
-          } else {
-            small = judge(t32, prec.threshold(), Side::kPast);
-          }
-          if (small.horizon > v.horizon) v = small;
+  // One (mode, length) table of the given cuts (empty: every cut), decided: float32 cells of
+  // kPastCertain32 or more are real; cuts whose only evidence beyond that horizon is small are
+  // re-run in float64 (or judged against the float32 floor threshold when float64 is unavailable).
+  auto decide = [&](AuditMode mode, int64_t len, const std::vector<int64_t>& only, bool& f64) {
+    prec.to_own();
+    EffectTable t32 = prober.rerun_cuts(mode, len, only, scratch32, Side::kPast);
+    f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
+    TableVerdict v = judge(t32, f64 ? prec.threshold() : kPastCertain32, Side::kPast);
+    if (f64) return v;
+    std::vector<int64_t> cuts;
+    for (int64_t c = 1; c < len; ++c)
+      for (int64_t t = c; t < len; ++t) {
+        const double e = t32.at(t, c);
+        if (e > 0 && e < kPastCertain32 && cut_distance(Side::kPast, t, c) > v.horizon) {
+          cuts.push_back(c);
+          break;
         }
       }
+    if (cuts.empty()) return v;
+    TableVerdict small;
+    if (prec.to_float64()) {
+      f64 = true;
+      small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), prec.threshold(), Side::kPast);
+    } else {
+      small = judge(t32, prec.threshold(), Side::kPast);
+    }
+    return small.horizon > v.horizon ? small : v;
+  };
+  for (int64_t len : lens) {
+    // A length whose longest distance, len - 1, is below the horizon found can change neither
+    // the horizon nor its evidence (which goes to a larger effect only at the same distance).
+    if (len - 1 < horizon) continue;
+    for (AuditMode mode : modes) {
+      // Cut 1 alone first: the only cut that reaches distance len - 1 (y_{len-1} reading x_0).
+      // When it does, the full table's horizon is len - 1 and its strongest cell at that
+      // distance is this very cell (the same probe rows: rerun_cuts), so the other cuts could
+      // add nothing: a model with an unbounded past costs one pass here instead of L - 1 cuts.
+      bool f64 = false;
+      TableVerdict v = decide(mode, len, {1}, f64);
+      if (v.horizon != len - 1) v = decide(mode, len, {}, f64);
       if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
         horizon = v.horizon;
         best = Evidence{};
@@ -180,6 +192,7 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
                                 v.t, v.effect, v.c, best.mode, len, best.precision, v.t - horizon);
       }
     }
+  }
   prec.to_own();
   r.past_horizon = horizon;
   return best;

@@ -32,6 +32,23 @@ std::string render_run_details(const std::vector<RunRecord>& runs) {
   return t.rows.empty() ? std::string() : t.render();
 }
 
+std::string render_samples(const std::vector<RunRecord>& runs) {
+  std::string md;
+  for (const auto& r : runs) {
+    if (r.task != "lm" || standing_of(r) != Standing::kValid || r.d_model.value_or(0) != 256) continue;
+    if (!r.sample) {
+      md += fmt::format("- **{}**: no sample.json (the run predates samples, and its checkpoints are not "
+                        "committed: `grassaudit generate --checkpoint .../best.ckpt --json` makes one)\n",
+                        r.name);
+      continue;
+    }
+    const RunSample& s = *r.sample;
+    md += fmt::format("- **{}** (seed {}, temperature {}, top-k {}): *{}* → {}\n", r.name, or_dash(s.seed),
+                      s.temperature ? fmt::format("{:g}", *s.temperature) : "-", or_dash(s.top_k), s.prompt, s.text);
+  }
+  return md;
+}
+
 std::string render_provenance_table(const std::vector<RunRecord>& runs) {
   MdTable t;
   t.header = {"run", "code (git commit, grassaudit)", "LibTorch", "BLAS",

@@ -90,6 +90,15 @@ std::string render_readme(const ReportOptions& opts, const Published& pub,
   md += "## Run details\n\n";
   md += details.empty() ? "No language-model runs recorded yet.\n\n" : details + "\n";
 
+  const std::string samples = render_samples(runs);
+  if (!samples.empty()) {
+    md += "## Samples\n\n";
+    md += "One short sample per valid paper-size run: the audited best weights continue the first 16 "
+          "tokens of the test split by 32 through their incremental path (`sample.json`, written by "
+          "`train` after the test gate; a leaky run gets none).\n\n" +
+          samples + "\n";
+  }
+
   const std::string provenance = render_provenance_table(runs);
   md += "## Run provenance\n\n";
   if (provenance.empty()) {

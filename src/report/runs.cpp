@@ -277,6 +277,22 @@ std::optional<long long> expected_horizon(const RunRecord& run) {
   return std::nullopt;
 }
 
+// A sample whose weights are not the audited ones would show text the gate never saw: refused.
+void read_sample(RunRecord& run, const std::string& path) {
+  const json j = parse_json_file(path);
+  require_object(j, path);
+  RunSample s;
+  s.prompt = req_string(j, "prompt", path);
+  s.text = req_string(j, "text", path);
+  s.seed = opt_integer(j, "seed", path);
+  s.top_k = opt_integer(j, "top_k", path);
+  s.temperature = opt_number(j, "temperature", path);
+  s.weights_sha256 = opt_string(j, "weights_sha256", path).value_or("");
+  if (!s.weights_sha256.empty() && !run.audit.weights_sha256.empty() && s.weights_sha256 != run.audit.weights_sha256)
+    throw InputError(path + ": malformed artifact: weights_sha256 differs from the audited weights in summary.json");
+  run.sample = std::move(s);
+}
+
 RunRecord load_run(const std::string& dir) {
   RunRecord run;
   run.dir = dir;
@@ -288,6 +304,8 @@ RunRecord load_run(const std::string& dir) {
   if (fs::is_regular_file(metrics, ec)) read_metrics(run, metrics.string());
   const auto audit = fs::path(dir) / "audit.json";
   if (fs::is_regular_file(audit, ec)) read_audit(run, audit.string());
+  const auto sample = fs::path(dir) / "sample.json";
+  if (fs::is_regular_file(sample, ec)) read_sample(run, sample.string());
   const auto config = fs::path(dir) / "config.json";
   if (fs::is_regular_file(config, ec)) {
     read_config(run, config.string());

@@ -51,6 +51,14 @@ struct LeakMap {
   std::vector<LeakCell> cells;
 };
 
+// sample.json (written by train since #26): a short generation from the audited best weights.
+struct RunSample {
+  std::string prompt, text;
+  std::optional<long long> seed, top_k;
+  std::optional<double> temperature;
+  std::string weights_sha256;
+};
+
 struct RunRecord {
   std::string name;  // folder name; the run's identity in the report
   std::string dir;
@@ -93,6 +101,7 @@ struct RunRecord {
   std::vector<EvalPoint> evals;
   std::vector<TrainPoint> train;  // sorted by epoch; records without "epoch" or "loss" skipped
   std::optional<LeakMap> leak_map;
+  std::optional<RunSample> sample;  // sample.json, when present
 };
 
 Standing standing_of(const RunRecord& run);

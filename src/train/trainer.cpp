@@ -17,11 +17,13 @@
 
 #include "core/checkpoint.h"
 #include "core/distributed.h"
+#include "core/generate.h"
 #include "core/lm_loss.h"
 #include "core/rng_guard.h"
 #include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
+#include "text/detokenize.h"
 #include "text/wikitext2.h"
 #include "train/gate.h"
 #include "train/interrupt.h"
@@ -127,6 +129,8 @@ struct LmSplits {
   int64_t L = 0;
   LmBlocks train, valid, test;
   std::map<std::string, std::string> data_sha256;  // every file read (provenance)
+  Vocab vocab;                                      // for the closing sample's text
+  std::string tokenizer;
 };
 
 // Tokenizes the corpus, fixes vocab_size and L, cuts the splits into blocks and checks that a
@@ -141,6 +145,8 @@ LmSplits load_splits(const TrainRequest& req, ResolvedRun& run) {
   run.train.validate(run.model);
   LmSplits s;
   s.data_sha256 = corpus.file_sha256;
+  s.vocab = corpus.vocab;
+  s.tokenizer = corpus.tokenizer;
   s.L = run.train.block_len(run.model);
   run.train.seq_len = s.L;  // resolved
   s.train = make_lm_blocks(corpus.train, s.L);
@@ -426,8 +432,33 @@ TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPat
   return o;
 }
 
+// sample.json: a short sample of the audited best weights through their incremental path, for
+// the report (issue #26): the first 16 tokens of the test split continued by 32 tokens,
+// temperature 0.8, top-k 40, the run's seed. Only for a causal model with an incremental path
+// (a leaky model's samples are quarantined like its numbers), on the CPU.
+void write_sample(LanguageModel& model, const AuditResult& audit, const LmSplits& data, uint64_t seed,
+                  const c10::Device& device, const std::string& path) {
+  if (audit.leaky() || !model->has_incremental() || !device.is_cpu() || data.test.inputs.size() < 16) return;
+  std::vector<int64_t> prompt(data.test.inputs.begin(), data.test.inputs.begin() + 16);
+  SamplingOptions o;
+  o.temperature = 0.8;
+  o.top_k = 40;
+  o.seed = seed;
+  const auto ids = generate_tokens(model, prompt, 32, o);
+  const json j{{"prompt", detokenize(data.vocab, prompt, data.tokenizer)},
+               {"prompt_ids", prompt},
+               {"text", detokenize(data.vocab, ids, data.tokenizer)},
+               {"ids", ids},
+               {"tokens", ids.size()},
+               {"temperature", o.temperature},
+               {"top_k", o.top_k},
+               {"seed", o.seed},
+               {"weights_sha256", audit.weights_sha256}};
+  write_file_atomic(path, j.dump(2) + "\n");
+}
+
 // After the loop: validation of the final weights (if not just done), then the audited test
-// evaluation of the best weights, audit.json and summary.json.
+// evaluation of the best weights, audit.json, summary.json and sample.json.
 TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& data, const RunPaths& paths,
                         const TrainRequest& req, int64_t params, int64_t session_first_step, LoopEnd end) {
   const LmRunState& st = run.state;
@@ -472,6 +503,7 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
     write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
     write_file_atomic(paths.out + "/summary.json",
                       lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions()).dump(2) + "\n");
+    write_sample(best, audit, data, run.train.seed, device, paths.out + "/sample.json");
   }
 
   std::cout << fmt::format("{}\n{}\n", describe_ppl("best valid", std::exp(*st.best_valid_loss), audit),

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""A user-sized GPT-style decoder as TorchScript, for the audit-throughput measurement
+(scripts/audit-throughput.sh, issue #27): d 384, 6 layers, 6 heads, d_ff 1536, V 8000, learned
+positions (256), pre-norm, causal attention (explicit -inf mask), untied head: 16.9M
+parameters. Fixed seed; not committed (68 MB).
+
+  /usr/bin/python3 reference/make_user_gpt.py OUT.pt
+  /usr/bin/python3 reference/make_user_gpt.py --time-forward OUT.pt --seq-len 128 --threads 2
+"""
+import math
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+V, D, LAYERS, HEADS, FF, MAX_LEN = 8000, 384, 6, 6, 1536, 256
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(D)
+        self.qkv = nn.Linear(D, 3 * D)
+        self.proj = nn.Linear(D, D)
+        self.ln2 = nn.LayerNorm(D)
+        self.fc = nn.Linear(D, FF)
+        self.out = nn.Linear(FF, D)
+        self.d = D
+        self.heads = HEADS
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        B, L, _ = h.shape
+        d, H = self.d, self.heads
+        q, k, v = self.qkv(self.ln1(h)).split(d, dim=-1)
+        q = q.view(B, L, H, d // H).transpose(1, 2)
+        k = k.view(B, L, H, d // H).transpose(1, 2)
+        v = v.view(B, L, H, d // H).transpose(1, 2)
+        s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d // H)
+        s = s.masked_fill(torch.ones(L, L, dtype=torch.bool, device=h.device).triu(1), float("-inf"))
+        o = torch.matmul(torch.softmax(s, -1), v).transpose(1, 2).reshape(B, L, d)
+        h = h + self.proj(o)
+        return h + self.out(F.gelu(self.fc(self.ln2(h))))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(V, D)
+        self.pos = nn.Embedding(MAX_LEN, D)
+        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
+        self.ln = nn.LayerNorm(D)
+        self.head = nn.Linear(D, V, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        L = ids.size(1)
+        h = self.tok(ids) + self.pos(torch.arange(L, device=ids.device)).unsqueeze(0)
+        for b in self.blocks:
+            h = b(h)
+        return self.head(self.ln(h))
+
+
+def main() -> None:
+    if sys.argv[1] == "--time-forward":
+        path, L, threads = sys.argv[2], int(sys.argv[4]), int(sys.argv[6])
+        torch.set_num_threads(threads)
+        m = torch.jit.load(path).eval()
+        x = torch.randint(0, V, (32, L), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            m(x)
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                m(x)
+                times.append(time.perf_counter() - t)
+        print(f"{sorted(times)[2]:.4f}")
+        return
+    torch.manual_seed(20261201)
+    model = GPT().eval()
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters", file=sys.stderr)
+    torch.jit.script(model).save(sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
