@@ -9,6 +9,7 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <functional>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "core/language_model.h"
 #include "core/lm_loss.h"
 #include "core/pluecker.h"
+#include "core/cpu_features.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
 #include "util/error.h"
@@ -212,12 +214,20 @@ void check_model_bench(const ModelBenchOptions& o) {
     c.mixer = m;
     c.validate();
   }
+  if (o.precisions.empty()) throw InputError("--precision needs at least one of fp32, bf16");
+  for (const auto& p : o.precisions) {
+    if (p != "fp32" && p != "bf16") throw InputError(fmt::format("--precision must be fp32 or bf16, got '{}'", p));
+    std::string why;
+    if (p == "bf16" && !cpu_has_native_bf16(detect_cpu_features(), &why))
+      throw InputError("--precision bf16 on CPU: " + why);
+  }
 }
 
 std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
   check_model_bench(o);
   struct Entry {
     std::string mixer;
+    std::string precision;
     LossImpl impl;
     int64_t chunk;  // fused only
     ModelConfig cfg;
@@ -231,9 +241,11 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
   for (const auto& m : o.mixers) {
     for (LossImpl impl : o.loss_impls) {
       const std::vector<int64_t> chunks = impl == LossImpl::kFused ? o.loss_chunks : std::vector<int64_t>{0};
-      for (int64_t chunk : chunks) {
+      for (int64_t chunk : chunks)
+      for (const auto& precision : o.precisions) {
         auto e = std::make_unique<Entry>();
         e->mixer = m;
+        e->precision = precision;
         e->impl = impl;
         e->chunk = chunk;
         e->cfg = o.model;
@@ -256,8 +268,13 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
     Entry* e = ep.get();
     steps.push_back([e] {
       for (auto& p : e->model->parameters()) p.mutable_grad() = at::Tensor();
-      auto loss = e->impl == LossImpl::kFused ? lm_loss(e->model, e->inp, e->tgt, e->impl, e->chunk)
-                                              : lm_loss(e->model, e->inp, e->tgt, e->impl);
+      at::Tensor loss;
+      {
+        std::optional<AutocastScope> autocast;  // as the trainer: forward and loss only
+        if (e->precision == "bf16") autocast.emplace(c10::DeviceType::CPU, at::kBFloat16);
+        loss = e->impl == LossImpl::kFused ? lm_loss(e->model, e->inp, e->tgt, e->impl, e->chunk)
+                                           : lm_loss(e->model, e->inp, e->tgt, e->impl);
+      }
       loss.backward();
       {
         RECORD_USER_SCOPE("grassaudit::optimizer_step");  // a named range in --profile-ops
@@ -285,6 +302,7 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
     BenchTiming t;
     t.mixer = o.preset + ":" + e.mixer;
     t.loss_impl = loss_impl_name(e.impl);
+    t.precision = e.precision;
     t.loss_chunk = e.chunk;
     t.batch = o.batch;
     t.seq_len = e.cfg.max_len;
@@ -316,6 +334,7 @@ nlohmann::json to_json(const BenchTiming& t) {
                    {"reps", t.reps},
                    {"warmup", t.warmup}};
   if (!t.loss_impl.empty()) j["loss_impl"] = t.loss_impl;
+  if (!t.precision.empty()) j["precision"] = t.precision;
   if (t.loss_chunk > 0) j["loss_chunk"] = t.loss_chunk;
   if (t.has_profile) j["op_profile"] = to_json(t.profile);
   if (t.flops_per_step > 0) {

@@ -34,6 +34,7 @@ struct BenchTiming {
   double flops_per_step = 0;   // model benchmark: analytic training-step FLOPs (0 = not counted)
   int reps = 0, warmup = 0;
   std::string loss_impl;       // model benchmark: "fused" | "materialized" ("" = layer benchmark)
+  std::string precision;       // model benchmark: "fp32" | "bf16" (CPU bf16 autocast around forward + loss)
   int64_t loss_chunk = 0;      // model benchmark, fused: tokens per head chunk
   bool has_profile = false;    // --profile-ops: one extra step under the op profiler
   OpProfile profile;
@@ -57,6 +58,9 @@ struct ModelBenchOptions {
   int reps = 3, warmup = 1;
   std::vector<LossImpl> loss_impls{LossImpl::kFused};  // every mixer is timed with each
   std::vector<int64_t> loss_chunks{kDefaultHeadChunk};  // fused: every chunk size is an entry
+  // Every entry is timed in each: "fp32", "bf16" (the training forward and loss under CPU bf16
+  // autocast, as train --precision bf16; weights, gradients and AdamW in float32).
+  std::vector<std::string> precisions{"fp32"};
   bool profile_ops = false;  // after the timed reps, profile one more step of every entry
   // Optional: called once per model halfway through the timed reps (after reps / 2 steps of
   // every model), with the model being benchmarked. --audit-cost times a gate audit here, so

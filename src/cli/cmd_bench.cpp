@@ -75,11 +75,13 @@ struct AuditCost {
 };
 
 // One result's JSON (with the GEMM fraction and the audit cost when measured), and its line on stderr.
-nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* ac) {
+// gemm_bf16 > 0 (a bf16 entry was timed): fraction_of_gemm is against the faster unit.
+nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* ac, double gemm_bf16 = 0) {
   auto j = to_json(t);
   if (gemm > 0) {
     j["gemm_gflops"] = gemm;
-    j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / gemm;
+    if (gemm_bf16 > 0) j["gemm_gflops_bf16"] = gemm_bf16;
+    j["fraction_of_gemm"] = j["achieved_gflops"].get<double>() / std::max(gemm, gemm_bf16);
   }
   if (ac) {
     j["audit_seconds"] = ac->audit_seconds;
@@ -94,10 +96,13 @@ nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* 
   }
   std::string label = t.mixer;
   if (!t.loss_impl.empty()) label += " " + t.loss_impl + (t.loss_chunk > 0 ? fmt::format("/{}", t.loss_chunk) : "");
+  if (!t.precision.empty() && t.precision != "fp32") label += " " + t.precision;
   std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
                            "peak RSS {:.0f} MB{}\n",
                            label, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
-                           t.peak_rss_mb, gemm > 0 ? fmt::format("  {:.2f} of sgemm", j["fraction_of_gemm"].get<double>()) : "");
+                           t.peak_rss_mb, gemm > 0 ? fmt::format("  {:.2f} of {}", j["fraction_of_gemm"].get<double>(),
+                                                        gemm_bf16 > gemm ? "the bf16 GEMM rate" : "sgemm")
+                                    : "");
   return j;
 }
 
@@ -118,6 +123,9 @@ int run(int argc, char** argv) {
       ("loss-chunk", po::value<std::string>(),
        "model mode, fused loss: tokens per head chunk, or a comma list (a sweep; default the built-in size)")
       ("profile-ops", "model mode: profile one more step of each entry, op by op (self time), into \"op_profile\"")
+      ("precision", po::value<std::string>(),
+       "model mode: fp32 and/or bf16, comma-separated; each entry timed in each, interleaved (bf16: the forward and "
+       "loss under CPU bf16 autocast, as train --precision bf16; needs native bf16)")
       ("decode", "decode mode: single-token steps through the incremental path at each --contexts length")
       ("contexts", po::value<std::string>(), "decode mode: context lengths (default 128,256,512,1024,2048,4096)")
       ("decode-steps", po::value<int64_t>(), "decode mode: timed single-token steps per context (default 32)")
@@ -146,7 +154,7 @@ int run(int argc, char** argv) {
 
   if (vm.count("decode")) {
     if (!vm.count("model")) throw InputError("--decode needs --model PRESET (the model's size)");
-    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "audit-cost", "tokens", "seq-len"})
+    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "audit-cost", "tokens", "seq-len", "precision"})
       if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --decode", flag));
     Preset preset = get_preset(vm["model"].as<std::string>());
     DecodeBenchOptions o;
@@ -175,7 +183,7 @@ int run(int argc, char** argv) {
     if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --decode", flag));
 
   std::vector<BenchTiming> results;
-  double gemm = 0;
+  double gemm = 0, gemm_bf16 = 0;
   std::map<size_t, AuditCost> audit_costs;  // --audit-cost: by result index
   if (vm.count("model")) {
     Preset preset = get_preset(vm["model"].as<std::string>());
@@ -205,6 +213,7 @@ int run(int argc, char** argv) {
       o.loss_chunks = parse_int_list(vm["loss-chunk"].as<std::string>(), "--loss-chunk");
     }
     o.profile_ops = vm.count("profile-ops") > 0;
+    if (vm.count("precision")) o.precisions = split_names(vm["precision"].as<std::string>(), "--precision");
     check_model_bench(o);  // every value checked before the banner and any work
     int64_t epoch_tokens = 0;
     std::vector<AuditResult> audits;  // by entry (mixer x loss impl x chunk), as results
@@ -227,6 +236,8 @@ int run(int argc, char** argv) {
     print_runtime_banner();
     results = bench_models(o);
     gemm = measure_gemm_gflops(1024, 5);
+    if (std::count(o.precisions.begin(), o.precisions.end(), "bf16") > 0)
+      gemm_bf16 = measure_gemm_gflops(1024, 5, at::kBFloat16);
     if (epoch_tokens > 0)
       for (size_t k = 0; k < results.size(); ++k) {
         const auto& t = results[k];
@@ -234,7 +245,7 @@ int run(int argc, char** argv) {
                                 audits[k].probes, audits[k].precision};
       }
   } else {
-    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops"})
+    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "precision"})
       if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --model benchmarks", flag));
     LayerBenchOptions o;
     o.mixers = mixers;
@@ -257,7 +268,7 @@ int run(int argc, char** argv) {
 
   nlohmann::json arr = nlohmann::json::array();
   for (size_t k = 0; k < results.size(); ++k)
-    arr.push_back(result_entry(results[k], gemm, audit_costs.count(k) ? &audit_costs.at(k) : nullptr));
+    arr.push_back(result_entry(results[k], gemm, audit_costs.count(k) ? &audit_costs.at(k) : nullptr, gemm_bf16));
   nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
   const std::string text = doc.dump(2) + "\n";
   std::cout << text;

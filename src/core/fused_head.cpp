@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "core/runtime.h"
+
 namespace grassaudit {
 namespace {
 
@@ -37,6 +39,11 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
   const auto h = hidden.contiguous();
   const auto w = weight.contiguous();
   const auto wt = w.t();                                          // [d, V] view: BLAS transposes
+  // CPU bf16 autocast (train --precision bf16): the three GEMMs in bf16 (mm_out is not seen by
+  // autocast), the softmax, the loss and the gradients' sums in float32 as before.
+  const bool bf16 = h.device().is_cpu() && cpu_bf16_autocast();
+  const auto hb = bf16 ? h.to(at::kBFloat16) : at::Tensor();     // [N, d]
+  const auto wb = bf16 ? w.to(at::kBFloat16) : at::Tensor();     // [V, d]
   const auto scored = targets.ne(ignore_index);                    // [N] bool
   const auto safe_t = at::where(scored, targets, at::zeros_like(targets));  // ignored rows read column 0
   HeadPass out;
@@ -60,7 +67,8 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
     const auto t_c = safe_t.narrow(0, start, n).unsqueeze(1);      // [n, 1]
     const auto scored_c = scored.narrow(0, start, n);              // [n]
     auto z = buffer.narrow(0, 0, n);                               // [n, V]
-    at::mm_out(z, h_c, wt);
+    if (bf16) z.copy_(at::mm(hb.narrow(0, start, n), wb.t()));
+    else at::mm_out(z, h_c, wt);
     const auto row_max = at::amax(z, {1}, /*keepdim=*/true);       // [n, 1]
     const auto shifted_target = z.gather(1, t_c) - row_max;        // [n, 1]  z_t - m
     z.sub_(row_max).exp_();                                        // exp(z - m)
@@ -73,6 +81,12 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
     const auto coef = scored_c.to(h.scalar_type()).mul_(inv_count).unsqueeze(1);  // [n, 1]
     z.mul_(coef / sum_exp);
     z.scatter_add_(1, t_c, coef.neg());
+    if (bf16) {
+      const auto zb = z.to(at::kBFloat16);
+      if (want_grad_h) out.grad_h.narrow(0, start, n).copy_(at::mm(zb, wb));         // [n, V] x [V, d]
+      if (want_grad_w) out.grad_w.add_(at::mm(zb.t(), hb.narrow(0, start, n)));     // [V, n] x [n, d]
+      continue;
+    }
     if (want_grad_h) {
       auto grad_h_c = out.grad_h.narrow(0, start, n);  // rows of a contiguous tensor: written in place
       at::mm_out(grad_h_c, z, w);                      // [n, V] x [V, d]

@@ -80,7 +80,10 @@ torch::Tensor GrassmannMixerImpl::geometry_literal(const torch::Tensor& z) {
 // ([B, L, C], one gather-free loop: pluecker_wedge) and one projection per token. Positions with
 // no valid offset get g_t = 0: c_t = 0 there so the wedge is 0, and the bias is added only on
 // positions that have a partner.
-torch::Tensor GrassmannMixerImpl::geometry_fast(const torch::Tensor& z) {
+torch::Tensor GrassmannMixerImpl::geometry_fast(const torch::Tensor& z_in) {
+  // Under CPU bf16 autocast z comes out of W_red in bf16: the fused loops run in float32, the
+  // projection GEMM below in bf16 (at::mm is on autocast's lower-precision list).
+  const auto z = z_in.scalar_type() == at::kBFloat16 ? z_in.to(at::kFloat) : z_in;
   const int64_t B = z.size(0), L = z.size(1), r = z.size(2), d = options_.d_model;
   auto c = pluecker_partner_mean(z, options_.offsets, options_.direction == PairDirection::kFuture, options_.eps);
   auto wedge = pluecker_wedge(z, c);                                        // [B, L, C]
@@ -147,6 +150,12 @@ torch::Tensor GrassmannMixerImpl::gate_blend_fast(const torch::Tensor& h, const 
   auto h2 = h.reshape({-1, d}), g2 = g.reshape({-1, d});
   const auto& W = gate_->weight;                                        // [d, 2d]
   auto pre = at::addmm(gate_->bias, h2, W.narrow(1, 0, d).t());
+  if (pre.scalar_type() != h2.scalar_type()) {
+    // CPU bf16 autocast: both GEMMs in bf16, summed and blended in the sublayer's float32
+    // (addmm_ is in place, which autocast does not cast; the blend's loop is float32/float64).
+    pre = pre.to(h2.scalar_type()) + at::mm(g2, W.narrow(1, d, d).t());
+    return GateBlendFunction::apply(pre, h2, g2.to(h2.scalar_type())).view(h.sizes());
+  }
   pre.addmm_(g2, W.narrow(1, d, d).t());
   return GateBlendFunction::apply(pre, h2, g2).view(h.sizes());
 }

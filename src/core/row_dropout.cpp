@@ -157,6 +157,10 @@ at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
                                        "of this rank",
                                        x.size(0), rows));
   if (p == 0 || !train || x.numel() == 0) return x;
+  // bf16 (CPU autocast, --precision bf16): through the float32 kernel, so the masks are a
+  // float32 run's and the scale is exact; the result rounds to bf16 once.
+  if (x.device().is_cpu() && x.scalar_type() == at::kBFloat16)
+    return row_sharded_dropout(x.to(at::kFloat), p, train).to(at::kBFloat16);
   if (p == 1) return x * at::zeros({}, x.options());
   const int64_t k = x.size(0) / rows;
   if (!hashed_kernel_applies(x)) {

@@ -105,8 +105,8 @@ std::string blas_core_source() {
   return "openblas";
 }
 
-double measure_gemm_gflops(int n, int reps) {
-  auto a = at::randn({n, n}), b = at::randn({n, n});
+double measure_gemm_gflops(int n, int reps, at::ScalarType dtype) {
+  auto a = at::randn({n, n}).to(dtype), b = at::randn({n, n}).to(dtype);
   at::mm(a, b);  // warm-up, and maps the BLAS library
   std::vector<double> secs;
   for (int i = 0; i < reps; ++i) {
@@ -181,8 +181,13 @@ CudaPrecision resolve_cuda_precision(const std::optional<std::string>& flag, con
   const bool cuda = device == "cuda";
   if (!flag) return cuda ? CudaPrecision::kTf32 : CudaPrecision::kFp32;
   const CudaPrecision p = parse_cuda_precision(*flag);
+  if (!cuda && p == CudaPrecision::kBf16) {
+    std::string why;
+    if (!cpu_has_native_bf16(detect_cpu_features(), &why)) throw InputError("--precision bf16 on CPU: " + why);
+    return p;
+  }
   if (!cuda && p != CudaPrecision::kFp32)
-    throw InputError(fmt::format("--precision {} needs --device cuda (CPU math is always fp32)", *flag));
+    throw InputError(fmt::format("--precision {} needs --device cuda (TF32 is a CUDA format)", *flag));
   return p;
 }
 
@@ -271,6 +276,10 @@ void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
 #endif
 }
 }  // namespace
+
+bool cpu_bf16_autocast() {
+  return autocast_enabled(c10::DeviceType::CPU) && autocast_dtype(c10::DeviceType::CPU) == at::kBFloat16;
+}
 
 AutocastScope::AutocastScope(c10::DeviceType device, at::ScalarType dtype)
     : device_((check_autocast_device(device), device)),

@@ -33,7 +33,8 @@ std::string blas_core();
 std::string blas_core_source();
 
 // Measured single-precision GEMM rate (n x n x n, median of a few reps), in GFLOP/s.
-double measure_gemm_gflops(int n = 512, int reps = 5);
+// dtype kBFloat16: the bf16 rate (oneDNN where the CPU has native bf16; emulated, slow, elsewhere).
+double measure_gemm_gflops(int n = 512, int reps = 5, at::ScalarType dtype = at::kFloat);
 
 // One paragraph for the start of long commands: threads, at::get_parallel_info(), BLAS, and a
 // warning naming the package to install when the BLAS is the slow reference one.
@@ -88,6 +89,11 @@ class ScopedCudaMath {
 // outermost scope ends. Backward must run outside it (as PyTorch prescribes); the parameters and
 // their gradients stay float32. The trainer uses it on CUDA only; tests use it on CPU, whose
 // autocast works the same way with its own op lists.
+// True inside an AutocastScope(CPU, bf16) (train --precision bf16 on a CPU with native bf16):
+// the code paths LibTorch's autocast cannot see (the fused head's out= GEMMs, the Grassmann
+// fast path's own loops) read it to run their matrix products in bf16 and their loops in float32.
+bool cpu_bf16_autocast();
+
 class AutocastScope {
  public:
   AutocastScope(c10::DeviceType device, at::ScalarType dtype);

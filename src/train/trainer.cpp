@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
+#include "core/cpu_features.h"
 #include "core/distributed.h"
 #include "core/generate.h"
 #include "core/lm_loss.h"
@@ -205,7 +206,8 @@ class LmTask : public TrainingTask {
         optimizer_(optimizer), metrics_(metrics), progress_(progress), clock_(run.state.loop.elapsed),
         gate_(gate_audit_options(data.L, cfg_.audit_trials, cfg_.audit_batch, cfg_.seed)),
         loss_impl_(parse_loss_impl(cfg_.loss_impl)),
-        bf16_(device.is_cuda() && req.precision == CudaPrecision::kBf16),
+        bf16_(req.precision == CudaPrecision::kBf16),
+        autocast_device_(device.type()),
         last_good_(run.resuming ? req.resume : std::string()),
         last_good_step_(run.resuming ? run.state.loop.step : -1),
         session_inputs_{{}, req.device, dist::world_size(), cuda_precision_name(req.precision)},
@@ -239,7 +241,7 @@ class LmTask : public TrainingTask {
   // the loop runs backward after the scope has ended, as autocast prescribes.
   torch::Tensor loss_of(const torch::Tensor& x, const torch::Tensor& y) {
     std::optional<AutocastScope> autocast;
-    if (bf16_) autocast.emplace(c10::DeviceType::CUDA, at::kBFloat16);
+    if (bf16_) autocast.emplace(autocast_device_, at::kBFloat16);
     return lm_loss(model_, x, y, loss_impl_);
   }
 
@@ -353,7 +355,8 @@ class LmTask : public TrainingTask {
   RunClock clock_;
   AuditGate gate_;
   LossImpl loss_impl_;
-  bool bf16_;  // the forward and loss under CUDA bf16 autocast (--precision bf16)
+  bool bf16_;  // the forward and loss under bf16 autocast (--precision bf16; CUDA, or a CPU with native bf16)
+  c10::DeviceType autocast_device_;
   std::vector<int64_t> order_;
   std::string last_good_;
   int64_t last_good_step_;
@@ -560,9 +563,12 @@ TrainOutcome run_training(const TrainRequest& req) {
   const c10::Device device = parse_device(req.device);
   dist::init_from_env(req.device, req.dist_timeout_seconds);  // launched by torchrun: join its group
   const RankOutputGuard print_once;
-  if (!device.is_cuda() && req.precision != CudaPrecision::kFp32)
-    throw InputError(fmt::format("--precision {} needs --device cuda (CPU math is always fp32)",
-                                 cuda_precision_name(req.precision)));
+  if (!device.is_cuda() && req.precision == CudaPrecision::kTf32)
+    throw InputError("--precision tf32 needs --device cuda (TF32 is a CUDA format)");
+  if (!device.is_cuda() && req.precision == CudaPrecision::kBf16) {
+    std::string why;
+    if (!cpu_has_native_bf16(detect_cpu_features(), &why)) throw InputError("--precision bf16 on CPU: " + why);
+  }
   if (device.is_cuda()) configure_cuda_math(req.precision);  // before the first cuBLAS handle
   ResolvedRun run = resolve_run(req);
   const LmSplits data = load_splits(req, run);
@@ -577,6 +583,9 @@ TrainOutcome run_training(const TrainRequest& req) {
   // input ends in its one error line alone.
   if (req.print_banner) std::cerr << runtime_banner();
   if (req.print_banner && device.is_cuda()) std::cerr << cuda_math_description(req.precision) << "\n";
+  if (req.print_banner && !device.is_cuda() && req.precision == CudaPrecision::kBf16)
+    std::cerr << "CPU math: bf16 (native): the training forward and loss under CPU bf16 autocast (GEMMs in bf16, "
+                 "weights, gradients and AdamW in float32); evaluation in float32, the audit gate in float32/float64\n";
   record_config(run, paths);
 
   const TrainConfig& t = run.train;

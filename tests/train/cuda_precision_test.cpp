@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/language_model.h"
+#include "core/cpu_features.h"
 #include "core/lm_loss.h"
 #include "core/runtime.h"
 #include "train/train_test_support.h"
@@ -37,14 +38,25 @@ TEST(CudaPrecisionFlag, EveryNameRoundTripsOnCuda) {
   }
 }
 
-TEST(CudaPrecisionFlag, CpuAcceptsOnlyFp32) {
+// CPU: fp32 always, bf16 exactly where the CPU has native bf16 (AMX-BF16 or AVX512_BF16,
+// issue #27), tf32 never.
+TEST(CudaPrecisionFlag, CpuAcceptsFp32AndNativeBf16) {
   EXPECT_EQ(resolve_cuda_precision(std::string("fp32"), "cpu"), CudaPrecision::kFp32);
-  for (const std::string p : {"tf32", "bf16"}) {
+  try {
+    resolve_cuda_precision(std::string("tf32"), "cpu");
+    ADD_FAILURE() << "tf32 accepted on cpu";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--precision tf32 needs --device cuda (TF32 is a CUDA format)");
+  }
+  std::string why;
+  if (cpu_has_native_bf16(detect_cpu_features(), &why)) {
+    EXPECT_EQ(resolve_cuda_precision(std::string("bf16"), "cpu"), CudaPrecision::kBf16);
+  } else {
     try {
-      resolve_cuda_precision(p, "cpu");
-      ADD_FAILURE() << p << " accepted on cpu";
+      resolve_cuda_precision(std::string("bf16"), "cpu");
+      ADD_FAILURE() << "bf16 accepted on a cpu without native bf16";
     } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), "--precision " + p + " needs --device cuda (CPU math is always fp32)");
+      EXPECT_EQ(std::string(e.what()), "--precision bf16 on CPU: " + why);
     }
   }
 }
@@ -200,14 +212,37 @@ TEST(WarmUp, AFailingLossRestoresTheModeAndRethrows) {
 TEST(TrainPrecisionCli, NonFp32OnCpuIsAOneLineUsageError) {
   GRASSAUDIT_REQUIRE_BINARY();
   testing::TempDir t;
-  expect_usage_error({"train", "--mixer", "past", "--preset", "tiny", "--out", t.file("run"), "--precision", "bf16",
-                      "--device", "cpu"},
-                     "--precision bf16 needs --device cuda");
+  if (!cpu_has_native_bf16(detect_cpu_features(), nullptr))
+    expect_usage_error({"train", "--mixer", "past", "--preset", "tiny", "--out", t.file("run"), "--precision",
+                        "bf16", "--device", "cpu"},
+                       "--precision bf16 on CPU: this CPU has no native bf16");
   expect_usage_error({"train", "--mixer", "past", "--preset", "tiny", "--out", t.file("run"), "--precision", "tf32"},
                      "--precision tf32 needs --device cuda");
   expect_usage_error({"train", "--mixer", "past", "--preset", "tiny", "--out", t.file("run"), "--precision", "fp16"},
                      "--precision must be fp32, tf32 or bf16, got 'fp16'");
   EXPECT_FALSE(std::filesystem::exists(t.file("run") + "/config.json"));  // refused before any output
+}
+
+// On a CPU with native bf16: a bf16 run trains, says so, records it, and its losses stay near the
+// fp32 run's (same seed; the gate and the evaluation are float32/float64 either way).
+TEST(TrainPrecisionCli, Bf16OnACpuWithNativeBf16) {
+  GRASSAUDIT_REQUIRE_BINARY();
+  GRASSAUDIT_REQUIRE_WIKITEXT(data);
+  if (!cpu_has_native_bf16(detect_cpu_features(), nullptr)) GTEST_SKIP() << "this CPU has no native bf16";
+  testing::TempDir t;
+  double loss[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const std::string out = t.file(k ? "bf16" : "fp32");
+    auto r = run_grassaudit({"train", "--mixer", "past", "--preset", "tiny", "--max-tokens", "128", "--out", out,
+                             "--threads", "1", "--precision", k ? "bf16" : "fp32"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto s = read_json(out + "/summary.json");
+    EXPECT_EQ(s.at("provenance").at("precision"), k ? "bf16" : "fp32");
+    if (k) EXPECT_NE(r.err.find("CPU math: bf16 (native)"), std::string::npos) << r.err;
+    loss[k] = s.at("audit").at("verdict") == "causal" ? s.at("test_ppl").get<double>() : 0.0;
+  }
+  ASSERT_GT(loss[0], 0);
+  EXPECT_LT(std::abs(loss[1] - loss[0]) / loss[0], 0.05) << loss[0] << " vs " << loss[1];
 }
 
 TEST(TrainPrecisionCli, ProvenanceRecordsFp32OnCpu) {

@@ -45,7 +45,10 @@ TEST(GateIncremental, CausalModelsGetTheirIncrementalPathAudited) {
     const auto inc = nlohmann::json::parse(r.incremental_json);
     EXPECT_TRUE(inc["holds"].get<bool>()) << mixer;
     EXPECT_EQ(inc["partitions"].size(), 2u);
-    EXPECT_EQ(inc["precision"], "float64");
+    // float32 steps may equal the full forward bitwise (exact zeros decide, as in the main
+    // audit: measured so on LibTorch 2.6); anything else is decided in float64.
+    if (inc["effect_own_dtype"].get<double>() > 0) EXPECT_EQ(inc["precision"], "float64");
+    else EXPECT_EQ(inc["precision"], "float32");
     EXPECT_TRUE(has_check(r, "incremental"));
   }
 }
