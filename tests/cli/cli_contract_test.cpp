@@ -243,5 +243,35 @@ TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
   EXPECT_TRUE(IsOneLineError(r, "audit", {"attention_mask", "forward(self, input_ids: Tensor, attention_mask: Tensor)"}));
 }
 
+// The README's KV-cache decoder: its incremental path is consistent with forward; the same file
+// with the position offset never advanced (offset = 0) is caught as an incremental violation.
+TEST(CliContract, ReadmeIncrementalSnippetIsConsistentAndItsOffsetBugIsCaught) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string block = readme_python_block("readme-incremental-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-incremental-snippet python block in README.md";
+  const std::string correct_line = "offset = state[0].size(1)";
+  ASSERT_NE(block.find(correct_line), std::string::npos);
+  std::string buggy = block;
+  buggy.replace(buggy.find(correct_line), correct_line.size(), "offset = 0");
+  buggy.replace(buggy.find("\"cached_decoder.pt\""), 19, "\"offset_bug.pt\"");
+  write_text(t.file("snippet.py"), block + "\n" + buggy);
+  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
+  auto r = cli.run({"audit", "--model", t.file("cached_decoder.pt"), "--input", "tokens:100", "--seq-len", "32",
+                    "--trials", "1", "--threads", "1", "--incremental", "--json", t.file("a.json")});
+  ASSERT_EQ(r.status, 0) << show(r);
+  auto j = nlohmann::json::parse(read_text(t.file("a.json")));
+  EXPECT_TRUE(j["incremental"]["holds"].get<bool>()) << j["incremental"].dump();
+  r = cli.run({"audit", "--model", t.file("offset_bug.pt"), "--input", "tokens:100", "--seq-len", "32", "--trials",
+               "1", "--threads", "1", "--incremental", "--json", t.file("b.json")});
+  EXPECT_EQ(r.status, 1) << show(r);
+  j = nlohmann::json::parse(read_text(t.file("b.json")));
+  EXPECT_FALSE(j["incremental"]["consistent"].get<bool>());
+  ASSERT_EQ(j["violations"].size(), 1u);
+  EXPECT_EQ(j["violations"][0]["kind"], "incremental");
+}
+
 }  // namespace
 }  // namespace grassaudit::clitest
