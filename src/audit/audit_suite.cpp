@@ -127,11 +127,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     std::optional<IncrementalResult> inc;
     if (incremental) {
       target.select_output(output.value_or(""));
-      IncrementalOptions iopt;
-      iopt.seq_len = opt.seq_len;
-      iopt.seed = opt.seed;
-      inc = run_incremental_audit(target, iopt);
-      attach_incremental(*inc, r);
+      inc = audit_incremental(target, opt, r);
     }
     res.verdict = r.verdict;
     res.horizon = r.leak_horizon;

@@ -250,6 +250,15 @@ nlohmann::json to_json(const IncrementalResult& inc) {
           {"seconds", inc.seconds}};
 }
 
+IncrementalResult audit_incremental(AuditTarget& target, const AuditOptions& audit, AuditResult& r) {
+  IncrementalOptions o;
+  o.seq_len = audit.seq_len;
+  o.seed = audit.seed;
+  auto inc = run_incremental_audit(target, o);
+  attach_incremental(inc, r);
+  return inc;
+}
+
 void attach_incremental(const IncrementalResult& inc, AuditResult& r) {
   r.incremental_json = to_json(inc).dump();
   for (const auto& n : inc.notes)

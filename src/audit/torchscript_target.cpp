@@ -102,10 +102,7 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
   } catch (const c10::Error& e) {
     throw failed(first_meaningful_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto pos = what.rfind("RuntimeError:");
-    if (pos == std::string::npos) pos = what.rfind("Error:");
-    throw failed(first_meaningful_line(pos == std::string::npos ? what : what.substr(pos)));
+    throw failed(interpreter_error_line(e.what()));
   }
 }
 
@@ -294,17 +291,11 @@ class TorchScriptRun : public IncrementalRun {
     try {
       return m_.get_method(name)(std::move(args));
     } catch (const c10::Error& e) {
-      throw InputError(fmt::format("{}: {} failed: {}", path_, name, error_line(e.what_without_backtrace())));
+      throw InputError(
+          fmt::format("{}: {} failed: {}", path_, name, interpreter_error_line(e.what_without_backtrace())));
     } catch (const std::exception& e) {
-      throw InputError(fmt::format("{}: {} failed: {}", path_, name, error_line(e.what())));
+      throw InputError(fmt::format("{}: {} failed: {}", path_, name, interpreter_error_line(e.what())));
     }
-  }
-  // The TorchScript interpreter's report starts with "The following operation failed ..." and a
-  // traceback; the line that says what went wrong is its last "...Error: ..." line.
-  static std::string error_line(const std::string& what) {
-    auto pos = what.rfind("RuntimeError:");
-    if (pos == std::string::npos) pos = what.rfind("Error:");
-    return first_meaningful_line(pos == std::string::npos ? what : what.substr(pos));
   }
   torch::jit::Module& m_;
   std::string path_;

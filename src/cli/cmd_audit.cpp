@@ -220,10 +220,7 @@ int audit_main(int argc, char** argv) {
     if (incremental) {
       // step returns one tensor: it is compared with forward's output, or the leaf --output names.
       if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) ts->select_output(only.value_or(""));
-      IncrementalOptions iopt;
-      iopt.seq_len = opt.seq_len;
-      iopt.seed = opt.seed;
-      attach_incremental(run_incremental_audit(*target, iopt), result);
+      audit_incremental(*target, opt, result);
     }
     std::cout << summarize(result);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");

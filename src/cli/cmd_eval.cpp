@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/checkpoint_train_config.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
@@ -47,19 +48,7 @@ int eval_main(int argc, char** argv) {
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit and evaluation
     LoadedCheckpoint ck = load_checkpoint(checkpoint);
     configure_threads(threads);
-    TrainConfig tcfg;
-    if (ck.meta.contains("train")) {
-      tcfg = train_config_from_json(ck.meta["train"]);
-    } else {
-      // Not written by grassaudit train: infer the tokenizer from the vocabulary size.
-      if (ck.config.vocab_size == 33278) tcfg.tokenizer = "word";
-      else if (ck.config.vocab_size == 30522) tcfg.tokenizer = "wordpiece";
-      else
-        throw InputError(fmt::format("{}: no train config, and vocab_size {} matches neither tokenizer", checkpoint,
-                                     ck.config.vocab_size));
-      tcfg.seq_len = 0;
-    }
-    tcfg.validate(ck.config);
+    const TrainConfig tcfg = checkpoint_train_config(ck, checkpoint);
     const int64_t L = tcfg.block_len(ck.config);
     TokenizedCorpus corpus = load_wikitext2(data_dir, tcfg.tokenizer, vm.count("allow-other-data") > 0,
                                             default_cache_dir());

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/checkpoint_train_config.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
@@ -90,20 +91,7 @@ int generate_main(int argc, char** argv) {
 
     LoadedCheckpoint ck = load_checkpoint(checkpoint);
     configure_threads(threads);
-    TrainConfig tcfg;
-    if (ck.meta.contains("train")) {
-      tcfg = train_config_from_json(ck.meta["train"]);
-    } else if (ck.config.vocab_size == 30522) {
-      tcfg.tokenizer = "wordpiece";
-      tcfg.seq_len = 0;
-    } else if (ck.config.vocab_size == 33278) {
-      tcfg.tokenizer = "word";
-      tcfg.seq_len = 0;
-    } else {
-      throw InputError(fmt::format("{}: no train config, and vocab_size {} matches neither tokenizer", checkpoint,
-                                   ck.config.vocab_size));
-    }
-    tcfg.validate(ck.config);
+    const TrainConfig tcfg = checkpoint_train_config(ck, checkpoint);
     const Encoded enc = encode_prompt(prompt, tcfg.tokenizer, data_dir, vm.count("allow-other-data") > 0);
     if (enc.vocab.size() != ck.config.vocab_size)
       throw InputError(fmt::format("{}: vocab_size {} does not match the {} tokenizer's vocabulary ({})", checkpoint,

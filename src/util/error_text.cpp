@@ -26,4 +26,10 @@ std::string first_meaningful_line(const std::string& text) {
   return {};
 }
 
+std::string interpreter_error_line(const std::string& text) {
+  auto pos = text.rfind("RuntimeError:");
+  if (pos == std::string::npos) pos = text.rfind("Error:");
+  return first_meaningful_line(pos == std::string::npos ? text : text.substr(pos));
+}
+
 }  // namespace grassaudit

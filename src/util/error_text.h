@@ -13,4 +13,9 @@ std::string trim(const std::string& s);
 // "" only when there is none.
 std::string first_meaningful_line(const std::string& text);
 
+// A TorchScript interpreter report ("The following operation failed in the TorchScript
+// interpreter.", a traceback, then "RuntimeError: ..."): from its last "RuntimeError:" (else
+// "Error:") on, the first meaningful line; a text without either: first_meaningful_line.
+std::string interpreter_error_line(const std::string& text);
+
 }  // namespace grassaudit
