@@ -173,6 +173,29 @@ class LengthSwitchConv(nn.Module):
         return h + y
 
 
+class Passthrough(nn.Module):
+    """Calls the module it wraps: puts a model one submodule deeper."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.inner(h)
+
+
+class Lifted(nn.Module):
+    """features [B, L, CHANNELS] -> Linear -> a WIDTH-channel core."""
+
+    def __init__(self, core: nn.Module):
+        super().__init__()
+        self.inp = nn.Linear(CHANNELS, WIDTH)
+        self.core = core
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.core(self.inp(x))
+
+
 class FeatureModel(nn.Module):
     """Wrapper for features models: [B, L, C] -> core -> Linear -> [B, L, out]."""
 
@@ -513,7 +536,8 @@ def grassmann(pairing: str, offset_mode: str) -> nn.Module:
 
 def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, rounding_only=None,
       seed=0, twin=None, eval_horizon=None, train_horizon=None, contract=None, violations=None,
-      length_dependent=None, batch_coupled=None, past_horizon=None, float32_sized_floor=None):
+      length_dependent=None, batch_coupled=None, past_horizon=None, float32_sized_floor=None,
+      train_from_eval=None):
     """verdict: "leaky" exactly when a property of the contract is violated (future beyond the
     lookahead, length, batch, window); horizon: the future leak horizon, whatever the contract.
     contract: {"lookahead": K, "window": W} (default strictly causal, unbounded past). The
@@ -524,7 +548,8 @@ def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, roun
                 eval_horizon=horizon if eval_horizon is None else eval_horizon,
                 train_horizon=horizon if train_horizon is None else train_horizon,
                 contract=contract or {}, violations=violations, length_dependent=length_dependent,
-                batch_coupled=batch_coupled, past_horizon=past_horizon, float32_sized_floor=float32_sized_floor)
+                batch_coupled=batch_coupled, past_horizon=past_horizon, float32_sized_floor=float32_sized_floor,
+                train_from_eval=train_from_eval)
 
 
 TOK = f"tokens:{VOCAB}"
@@ -705,12 +730,55 @@ CASES = [
       TOK, 32, "causal", 0, "float32-island",
       "A causal running mean computed on an explicit .float() copy of the hidden states (a float32 lower-triangular matmul) and cast back: causal, with a float32-sized rounding floor in the float64 forward.",
       seed=35, rounding_only=False, length_dependent=False, float32_sized_floor=True),
+    C("train-only-leak-deep", "train_only_leak_deep.pt",
+      lambda: FeatureModel(Lifted(Passthrough(Passthrough(TrainOnlyLeak()))), WIDTH),
+      FEAT, 32, "leaky", 1, "train-only-branch",
+      "The train-only torch.roll branch three submodules down in a model with no dropout anywhere: its only "
+      "train/eval difference is that one `if self.training:`, which an audit that takes train mode to equal eval "
+      "mode (to skip the second probe) must find, or it would miss the leak.",
+      seed=36, eval_horizon=0, train_horizon=1, train_from_eval=False),
 ]
 
 
 # --------------------------------------------------------------------------------------------
 # brute-force checking on the saved TorchScript files
 # --------------------------------------------------------------------------------------------
+
+# The audit's train-mode proof (src/audit/train_mode_proof.cpp), written again here on the saved
+# file: forward with every call inlined never reads `training` and draws no random numbers.
+RANDOM_OPS = {"rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli",
+              "bernoulli_", "normal", "normal_", "multinomial", "poisson", "binomial", "uniform_", "random_",
+              "exponential_", "geometric_", "cauchy_", "log_normal_", "rrelu", "rrelu_", "rrelu_with_noise",
+              "rrelu_with_noise_", "_standard_gamma", "_sample_dirichlet", "_fused_dropout", "seed", "manual_seed",
+              "initial_seed"}
+DROPOUT_OPS = {"dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout", "alpha_dropout_",
+               "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout"}
+
+
+def train_mode_proven(path: str) -> bool:
+    module = torch.jit.load(path)  # kept alive: the graph refers to its types
+    g = module.forward.inlined_graph
+
+    def ok(block) -> bool:
+        for n in block.nodes():
+            kind = n.kind()
+            ns, op = kind.split("::", 1)
+            if kind == "prim::GetAttr" and n.s("name") == "training":
+                return False
+            if kind in ("prim::CallMethod", "prim::CallFunction", "prim::PythonOp") or ns not in ("aten", "prim"):
+                return False
+            if ns == "aten" and (op in RANDOM_OPS or "Generator" in str(n.schema())):
+                return False
+            if ns == "aten" and op in DROPOUT_OPS:
+                train = list(n.inputs())[2]
+                if train.node().kind() != "prim::Constant" or train.toIValue() is not False:
+                    return False
+            if not all(ok(b) for b in n.blocks()):
+                return False
+        return True
+
+    return ok(g)
+
 
 def schedule(L: int) -> List[int]:
     out: List[int] = []
@@ -894,6 +962,9 @@ def check_case(case: Dict) -> Dict:
     res["precision_floor_f64"] = floor
     res["float32_sized_floor"] = floor > FLOAT32_SIZED
     res["tolerance"] = tol
+    res["train_from_eval"] = train_mode_proven(path)
+    if res["train_from_eval"]:  # the proof, checked: brute force in train mode is brute force in eval mode
+        assert res["eval"] == res["train"], (case["name"], "train mode proven equal to eval, but they differ")
     return res
 
 
@@ -949,7 +1020,13 @@ def main() -> None:
         measured = {"violations": violations, "length_dependent": got["length_dependent"],
                     "batch_coupled": got["batch_coupled"], "past_horizon": past_horizon,
                     "float32_sized_floor": got["float32_sized_floor"]}
-        expect = {"verdict": case["verdict"], "leak_horizon": case["horizon"]}
+        # Whether the audit may take train mode from eval mode: derived for every case (the proof
+        # above), declared where a case is about it.
+        if case["train_from_eval"] is not None and case["train_from_eval"] != got["train_from_eval"]:
+            failures.append(f"{case['name']}: declared train_from_eval {case['train_from_eval']} but the graph gives "
+                            f"{got['train_from_eval']}")
+        expect = {"verdict": case["verdict"], "leak_horizon": case["horizon"],
+                  "train_from_eval": got["train_from_eval"]}
         if case["rounding_only"] is not None:
             expect["rounding_only"] = case["rounding_only"]
         for key, value in measured.items():

@@ -2,9 +2,10 @@
 """A user-sized GPT-style decoder as TorchScript, for the audit-throughput measurement
 (scripts/audit-throughput.sh, issue #27): d 384, 6 layers, 6 heads, d_ff 1536, V 8000, learned
 positions (256), pre-norm, causal attention (explicit -inf mask), untied head: 16.9M
-parameters. Fixed seed; not committed (68 MB).
+parameters. Fixed seed; not committed (68 MB). --dropout P adds nn.Dropout(P) after the embeddings,
+the attention and the MLP (GPT-2's places): a model whose train mode differs from its eval mode.
 
-  /usr/bin/python3 reference/make_user_gpt.py OUT.pt
+  /usr/bin/python3 reference/make_user_gpt.py OUT.pt [--dropout P]
   /usr/bin/python3 reference/make_user_gpt.py --time-forward OUT.pt --seq-len 128 --threads 2
 """
 import math
@@ -19,8 +20,9 @@ V, D, LAYERS, HEADS, FF, MAX_LEN = 8000, 384, 6, 6, 1536, 256
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, p: float):
         super().__init__()
+        self.drop = nn.Dropout(p) if p > 0 else nn.Identity()
         self.ln1 = nn.LayerNorm(D)
         self.qkv = nn.Linear(D, 3 * D)
         self.proj = nn.Linear(D, D)
@@ -40,22 +42,23 @@ class Block(nn.Module):
         s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d // H)
         s = s.masked_fill(torch.ones(L, L, dtype=torch.bool, device=h.device).triu(1), float("-inf"))
         o = torch.matmul(torch.softmax(s, -1), v).transpose(1, 2).reshape(B, L, d)
-        h = h + self.proj(o)
-        return h + self.out(F.gelu(self.fc(self.ln2(h))))
+        h = h + self.drop(self.proj(o))
+        return h + self.drop(self.out(F.gelu(self.fc(self.ln2(h)))))
 
 
 class GPT(nn.Module):
-    def __init__(self):
+    def __init__(self, p: float = 0.0):
         super().__init__()
+        self.drop = nn.Dropout(p) if p > 0 else nn.Identity()
         self.tok = nn.Embedding(V, D)
         self.pos = nn.Embedding(MAX_LEN, D)
-        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
+        self.blocks = nn.ModuleList([Block(p) for _ in range(LAYERS)])
         self.ln = nn.LayerNorm(D)
         self.head = nn.Linear(D, V, bias=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         L = ids.size(1)
-        h = self.tok(ids) + self.pos(torch.arange(L, device=ids.device)).unsqueeze(0)
+        h = self.drop(self.tok(ids) + self.pos(torch.arange(L, device=ids.device)).unsqueeze(0))
         for b in self.blocks:
             h = b(h)
         return self.head(self.ln(h))
@@ -76,8 +79,9 @@ def main() -> None:
                 times.append(time.perf_counter() - t)
         print(f"{sorted(times)[2]:.4f}")
         return
+    p = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--dropout" else 0.0
     torch.manual_seed(20261201)
-    model = GPT().eval()
+    model = GPT(p).eval()
     print(f"{sum(p.numel() for p in model.parameters()):,} parameters", file=sys.stderr)
     torch.jit.script(model).save(sys.argv[1])
 

@@ -7,7 +7,9 @@
 #
 #   scripts/audit-throughput.sh OLD_BIN NEW_BIN      (default: build/grassaudit alone)
 #
-# Environment: L (128), THREADS (2), ROUNDS (2), PY (/usr/bin/python3), CACHE (~/.cache/grassaudit).
+# Environment: L (128), THREADS (2), ROUNDS (2), PY (/usr/bin/python3), CACHE (~/.cache/grassaudit),
+# DROPOUT (0: the model as an inference export has it, train mode provably eval mode; e.g. 0.1:
+# nn.Dropout in GPT-2's places, so train mode is probed on its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 L=${L:-128}
@@ -18,10 +20,20 @@ CACHE=${CACHE:-${GRASSAUDIT_CACHE:-$HOME/.cache/grassaudit}}
 BINS=("$@")
 [ ${#BINS[@]} -eq 0 ] && BINS=(build/grassaudit)
 mkdir -p "$CACHE"
-MODEL="$CACHE/user-gpt-d384-l6-v8000.pt"
-[ -f "$MODEL" ] || "$PY" reference/make_user_gpt.py "$MODEL"
+DROPOUT=${DROPOUT:-0}
+if [ "$DROPOUT" = 0 ]; then
+  MODEL="$CACHE/user-gpt-d384-l6-v8000.pt"
+  [ -f "$MODEL" ] || "$PY" reference/make_user_gpt.py "$MODEL"
+else
+  MODEL="$CACHE/user-gpt-d384-l6-v8000-dropout$DROPOUT.pt"
+  [ -f "$MODEL" ] || "$PY" reference/make_user_gpt.py "$MODEL" --dropout "$DROPOUT"
+fi
+echo "model: $MODEL"
 for round in $(seq 1 "$ROUNDS"); do
-  fwd=$("$PY" reference/make_user_gpt.py --time-forward "$MODEL" --seq-len "$L" --threads "$THREADS")
+  # The unit under the OpenMP wait policy the binary runs with (cli/main.cpp: PASSIVE unless the
+  # user set one): PyTorch's default spin-waits its OpenMP threads against OpenBLAS's own, which
+  # here made the 2-thread forward 1.2 s instead of 0.8 s.
+  fwd=$(OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$PY" reference/make_user_gpt.py --time-forward "$MODEL" --seq-len "$L" --threads "$THREADS")
   echo "round $round: plain forward [32, $L]: $fwd s"
   for bin in "${BINS[@]}"; do
     out=$(mktemp)
@@ -32,7 +44,8 @@ j = json.load(open(sys.argv[1])); fwd = float(sys.argv[3])
 ev = {k: (j.get(k) or {}).get("text") for k in ("length_evidence", "batch_evidence")}
 print(f"  {sys.argv[2]}: {j['seconds']:.1f} s = {j['seconds'] / fwd:.0f} forwards; verdict {j['verdict']}, "
       f"leak_horizon {j['leak_horizon']}, past_horizon {j['past_horizon']}, probes {j['probes']}")
-print("    by check:", {k: round(v, 1) for k, v in j["seconds_by_check"].items()})
+print("    by check:", {k: round(v, 1) for k, v in j["seconds_by_check"].items()},
+      "train mode from eval:", (j.get("train_mode_proof") or {}).get("train_from_eval"))
 print("    evidence:", json.dumps([v.get("evidence", {}).get("text") for v in j["violations"]]), json.dumps(ev))
 PY
     rm -f "$out"

@@ -65,7 +65,7 @@ at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows
 }
 
 // x: [rows, L(, C)] -> y: [rows, L, K], detached; InputError on a broken contract.
-at::Tensor Prober::run(const at::Tensor& x) {
+at::Tensor Prober::run(const at::Tensor& x, bool check_finite_outputs) {
   auto y = target_.forward(x);
   const int64_t rows = x.size(0), L = x.size(1);
   if (y.dim() < 2 || y.size(0) != rows || y.size(1) != L)
@@ -75,9 +75,23 @@ at::Tensor Prober::run(const at::Tensor& x) {
     throw InputError(fmt::format("{}: output dtype {} is not floating point", target_.describe(),
                                  c10::toString(y.scalar_type())));
   y = y.detach().reshape({rows, L, -1});
-  if (!at::isfinite(y).all().item<bool>())
-    throw InputError(fmt::format("{}: model returned NaN or Inf outputs", target_.describe()));
+  if (check_finite_outputs) check_finite(y);
   return y;
+}
+
+void Prober::check_finite(const at::Tensor& y) {
+  if (!at::isfinite(y).all().item<bool>())
+    throw NonFiniteOutput(fmt::format("{}: model returned NaN or Inf outputs", target_.describe()));
+}
+
+// y, y_ref [rows, L, K] -> [rows, L]: the same values as (y - y_ref).abs().amax(-1).
+at::Tensor Prober::max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref) {
+  if (!diff_buffer_.defined() || diff_buffer_.sizes() != y.sizes() || diff_buffer_.scalar_type() != y.scalar_type())
+    diff_buffer_ = at::empty(y.sizes(), y.options());
+  at::sub_out(diff_buffer_, y, y_ref);
+  auto m = diff_buffer_.abs_().amax(-1);
+  if (!at::isfinite(m).all().item<bool>()) check_finite(y);  // NaN/Inf in y: the contract's error
+  return m;
 }
 
 // One mode at one length, all trials. Probe rows are ordered (cut, trial): row r tests cut
@@ -131,9 +145,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     }
     pass.probes += n;
   };
-  auto seeded_run = [&](const at::Tensor& x) {
+  auto seeded_run = [&](const at::Tensor& x, bool check_finite_outputs) {
     if (train) at::manual_seed(seed);
-    return run(x.contiguous());
+    return run(x.contiguous(), check_finite_outputs);
   };
 
   if (isolated(mode)) {  // one sequence per pass (as two identical rows: see run_alone)
@@ -159,7 +173,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   }
   const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
   auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
-  auto y_base = seeded_run(base_batch);                                    // [chunk, L, K]
+  auto y_base = seeded_run(base_batch, true);                              // [chunk, L, K]
   auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
   const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
@@ -172,9 +186,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
       reps[0] = chunk - n;
       batch = at::cat({batch, last.repeat(reps)}, 0);
     }
-    auto y = seeded_run(batch);
+    auto y = seeded_run(batch, false);  // finiteness: max_abs_diff
     // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
-    record((y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
+    record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
   audit_reduce_table(table, pass, probes_before);
 }
@@ -230,9 +244,9 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
     if (train) at::manual_seed(seed);
     auto y0 = run(base);
     if (train) at::manual_seed(seed);
-    auto y1 = run(at::where(k, base, fresh).contiguous());
+    auto y1 = run(at::where(k, base, fresh).contiguous(), /*check_finite=*/false);  // max_abs_diff checks
     auto scale = y0.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);                   // [B]
-    auto diff = (y1 - y0).abs().amax(-1).to(at::kDouble).div(scale.view({B, 1})).contiguous();  // [B, L]
+    auto diff = max_abs_diff(y1, y0).to(at::kDouble).div(scale.view({B, 1})).contiguous();  // [B, L]
     auto acc = diff.accessor<double, 2>();
     for (int64_t b = 0; b < B; b += 2)
       for (int64_t t = 0; t < L; ++t)
@@ -260,6 +274,8 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
       at::Tensor y_p;
       try {
         y_p = run_alone(x.narrow(1, 0, pe.prefix_len));                        // [1, p, K]
+      } catch (const NonFiniteOutput&) {
+        throw;  // it ran, and broke the output contract
       } catch (const InputError& e) {
         pe.error = e.what();
         continue;

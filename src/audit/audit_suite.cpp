@@ -46,7 +46,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     int64_t time_axis = 1;
     std::optional<std::string> output;
     std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor, expect_inc_consistent,
-        expect_inc_isolation;
+        expect_inc_isolation, expect_train_from_eval;
     bool incremental = false;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
@@ -86,6 +86,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
       if (e.contains("incremental_consistent")) expect_inc_consistent = e["incremental_consistent"].get<bool>();
       if (e.contains("incremental_isolation")) expect_inc_isolation = e["incremental_isolation"].get<bool>();
+      if (e.contains("train_from_eval")) expect_train_from_eval = e["train_from_eval"].get<bool>();
       if (e.contains("float32_sized_floor")) expect_f32_floor = e["float32_sized_floor"].get<bool>();
       if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
       if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
@@ -116,6 +117,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
         res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
       } catch (const InputError& err) {
         const std::string msg = err.what();
+        res.facts_json = msg;
         res.verdict = msg.find(needle) != std::string::npos ? res.expected_verdict : "refused:other";
         res.pass = res.verdict == res.expected_verdict;
         if (!res.pass) res.detail = "refused for another reason: " + msg;
@@ -129,6 +131,8 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       target.select_output(output.value_or(""));
       inc = audit_incremental(target, opt, r);
     }
+    res.facts_json = to_json(r).dump();
+    res.train_from_eval = r.train_from_eval;
     res.verdict = r.verdict;
     res.horizon = r.leak_horizon;
     res.rounding_only = r.rounding_only;
@@ -154,6 +158,10 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     const bool f32_floor = r.precision_floor && r.precision_floor->float32_sized;
     if (expect_f32_floor && f32_floor != *expect_f32_floor)
       off.push_back(fmt::format("float32_sized_floor {} != {}", f32_floor, *expect_f32_floor));
+    // The proof itself (used or not: --no-train-proof probes train mode anyway).
+    const bool proven = r.train_mode_proof && r.train_mode_proof->proven;
+    if (expect_train_from_eval && proven != *expect_train_from_eval)
+      off.push_back(fmt::format("train-mode proof {} != {}", proven, *expect_train_from_eval));
     if (expect_violations && kinds != *expect_violations)
       off.push_back(fmt::format("violations [{}] != [{}]", fmt::join(kinds, ","), fmt::join(*expect_violations, ",")));
     res.pass = off.empty();

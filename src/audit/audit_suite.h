@@ -7,7 +7,8 @@
 //  length only), "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
 //  "expect": {"refused": state|nondeterministic} (the audit must refuse it, exit 2, for that reason), or
 //  {"verdict", "leak_horizon", "rounding_only"?, "violations"? (kinds, in the audit's
-//  order: future, length, batch, window), "length_dependent"?, "batch_coupled"?, "past_horizon"?}}, ...]}
+//  order: future, length, batch, window), "length_dependent"?, "batch_coupled"?, "past_horizon"?,
+//  "train_from_eval"? (the train-mode proof holds: train mode may be taken from eval mode)}}, ...]}
 // A suite may name its "producer" ("PyTorch 1.13.0a0"): rounding_only is then compared only on a
 // LibTorch of that major.minor (it describes the float32 kernels, not the model).
 // Unknown keys inside a case are allowed (generators record how expectations were checked).
@@ -26,6 +27,10 @@ struct SuiteCaseResult {
   bool pass = false;
   double seconds = 0;
   std::string detail;  // why it failed, if it did
+  // The audit's whole JSON (to_json; incremental included), or the refusal's message: what two
+  // audit settings of the same case are compared on (tests/audit/test_train_mode_proof.cpp).
+  std::string facts_json;
+  bool train_from_eval = false;  // the train-mode tables were the eval-mode ones (proof)
 };
 
 // base: options shared by every case (trials, batch, seed); seq_len and modes come from the case.

@@ -10,6 +10,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "audit/train_mode_proof.h"
+
 namespace grassaudit {
 
 struct InputSpec {
@@ -66,6 +68,9 @@ class AuditTarget {
   virtual std::string incremental_missing() { return "this target has no incremental path"; }
   // A fresh run for `batch` rows (init_state); InputError when there is none.
   virtual std::unique_ptr<IncrementalRun> start_incremental(int64_t batch);
+  // Whether train mode provably computes what eval mode does, op for op (audit/train_mode_proof.h);
+  // nullopt: the target offers no proof (the built-in models: their dropout is live in train mode).
+  virtual std::optional<TrainModeProof> train_mode_proof() { return std::nullopt; }
   // SHA-256 of the exact weights probed (empty when unknown).
   virtual std::string weights_hash() { return {}; }
   // State a forward may update (a module's buffers and non-parameter attributes): the audit's

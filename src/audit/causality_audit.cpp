@@ -132,8 +132,10 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
 
 // Table by table, lengths outer and modes inner (both modes of the main length come first), each
 // decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
+// train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
 DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
-                            const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes) {
+                            const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                            bool train_from_eval) {
   const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = lens;
@@ -145,7 +147,10 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
     for (size_t mi = 0; mi < modes.size() && !d.stopped_early; ++mi) {
       const AuditMode mode = modes[mi];
       if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
-      EffectTable chosen = decide_table(prec, prober, mode, len, d);
+      auto same = d.decisive.tables.find({AuditMode::kEval, len});  // eval comes first at every length
+      EffectTable chosen = mode == AuditMode::kTrain && train_from_eval && same != d.decisive.tables.end()
+                               ? same->second
+                               : decide_table(prec, prober, mode, len, d);
       const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
@@ -344,6 +349,15 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   const int64_t L = lens.front();
 
   PrecisionSwitch prec(target, prober, L);
+  if (opt.eval_mode && opt.train_mode) {
+    r.train_mode_proof = target.train_mode_proof();
+    r.train_from_eval = opt.train_by_proof && r.train_mode_proof && r.train_mode_proof->proven;
+    if (r.train_from_eval)
+      r.notes.push_back(fmt::format("train mode is eval mode: {}, so every train-mode pass would repeat an eval-mode "
+                                    "pass bit for bit; its batch, future and past tables are the eval-mode ones "
+                                    "(--no-train-proof probes both)",
+                                    r.train_mode_proof->why));
+  }
 
   // The premise: the same input gives the same output. A model whose outputs move between
   // identical calls, through state it updates or noise it draws, has no causality verdict.
@@ -361,7 +375,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   };
   if (opt.batch_check) check_batch(prec, prober, modes, L, r);
   timed("batch");
-  const DecidedTables decided = decide_tables(prec, prober, opt, lens, modes);
+  const DecidedTables decided = decide_tables(prec, prober, opt, lens, modes, r.train_from_eval);
   summarise_tables(decided, L, r);
   const Evidence future_ev = future_evidence(decided, r);
   timed("future");
@@ -446,6 +460,10 @@ nlohmann::json to_json(const AuditResult& r) {
   } else {
     j["precision_floor"] = nullptr;
   }
+  j["train_mode_proof"] = r.train_mode_proof ? nlohmann::json{{"proven", r.train_mode_proof->proven},
+                                                                {"why", r.train_mode_proof->why},
+                                                                {"train_from_eval", r.train_from_eval}}
+                                              : nlohmann::json(nullptr);
   j["vacuous"] = r.vacuous;
   j["past_effect"] = r.past_effect;
   j["target"] = r.target;

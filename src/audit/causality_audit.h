@@ -71,6 +71,10 @@ struct AuditOptions {
   bool length_check = true;   // length independence (eval mode)
   bool batch_check = true;    // batch independence (every audited mode)
   bool past_horizon = true;   // measure the past horizon (always when a window is declared)
+  // When both modes are audited and the target proves its train-mode forward is its eval-mode
+  // forward (AuditTarget::train_mode_proof), the train-mode batch, future and past tables are
+  // the eval-mode ones instead of a second probe of the same arithmetic. Off: probe both.
+  bool train_by_proof = true;
 };
 
 // Where a property was seen to break: the cell that shows it, in the precision that decided.
@@ -163,6 +167,10 @@ struct AuditResult {
   double max_effect_float32 = 0;
   bool vacuous = false;
   double past_effect = 0;        // how much outputs move when only the past changes
+  // The target's train-mode proof, as asked (nullopt: none offered, or only one mode audited);
+  // train_from_eval: the train-mode tables were the eval-mode ones (proven and used).
+  std::optional<TrainModeProof> train_mode_proof;
+  bool train_from_eval = false;
   std::vector<std::string> notes;
   // Per mode horizon (eval/train), for the record.
   std::vector<std::pair<std::string, int64_t>> mode_horizons;

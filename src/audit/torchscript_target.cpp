@@ -137,6 +137,11 @@ std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
 }
 
 void TorchScriptTarget::set_train(bool train) { active_->train(train); }
+
+std::optional<TrainModeProof> TorchScriptTarget::train_mode_proof() {
+  if (!train_proof_) train_proof_ = prove_train_equals_eval(*module_);
+  return train_proof_;
+}
 bool TorchScriptTarget::is_training() const { return active_->is_training(); }
 
 namespace {

@@ -38,6 +38,8 @@ class TorchScriptTarget : public AuditTarget {
   // Feature models are differentiable in their inputs; token models have no embedding handle.
   bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
+  // forward's inlined graph read once (audit/train_mode_proof.h); the promoted float64 copy runs the same code.
+  std::optional<TrainModeProof> train_mode_proof() override;
   // The parameters of the module forward runs now (the promoted copy in float64, if made).
   std::vector<at::Tensor> jitter_parameters() override;
   // The incremental API (audit/incremental_api.h): init_state and step of the module forward runs.
@@ -66,6 +68,7 @@ class TorchScriptTarget : public AuditTarget {
   torch::jit::Module* active_ = nullptr;          // the module forward runs: module_ or module64_
   ModelSignature signature_;
   std::string output_path_;
+  std::optional<TrainModeProof> train_proof_;
   at::ScalarType dtype_;
   at::ScalarType own_dtype_ = at::kFloat;
 };

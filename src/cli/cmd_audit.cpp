@@ -101,6 +101,9 @@ void add_audit_options(po::options_description& desc) {
        "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
       ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
       ("no-length-check", po::bool_switch(), "skip length independence (prefix runs: a traced model runs at its traced length only)")
+      ("no-train-proof", po::bool_switch(),
+       "probe train mode even when the model's code proves it computes what eval mode does\n"
+       "(forward never reads `training` and draws no random numbers: the tables are then eval's)")
       ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
       ("property", po::value<int64_t>(),
        "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
@@ -124,6 +127,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
   if (vm.count("window")) opt.window = vm["window"].as<int64_t>();
   opt.length_check = !vm["no-length-check"].as<bool>();
   opt.batch_check = !vm["no-batch-check"].as<bool>();
+  opt.train_by_proof = !vm["no-train-proof"].as<bool>();
   validate_audit_options(opt);
   return opt;
 }

@@ -149,3 +149,33 @@ RC_GTEST_PROP(AuditContracts, SlidingWindowPastHorizonAndWindowContract, ()) {
     RC_ASSERT(over.violations.front().horizon == W - 1);
   }
 }
+
+// Probe passes are not checked for NaN/Inf on their own (a pass over the whole output costs a
+// tenth of a forward): the difference from the checked base decides, and a non-finite difference
+// sends the output to the full check. A model whose NaN appears only in one probe pass, never in
+// a base pass, must still get the one-line contract error, in the batch check and in the future
+// tables alike (the batch check used to read any InputError as "does not run at this batch size").
+TEST(AuditContracts, NaNOnlyInAProbePassIsStillTheContractError) {
+  // {rows of the pass that turns NaN, trials}: batch 8 with 2 trials, the batch check's second
+  // [8, L] pass (its probe); with 3 trials the future chunks hold 6 rows, the second [6, L] pass
+  // is the first future probe after its base.
+  for (const auto& [rows, trials] : {std::pair<int64_t, int64_t>{8, 2}, std::pair<int64_t, int64_t>{6, 3}}) {
+    SCOPED_TRACE(rows);
+    int seen = 0;
+    FunctionTarget t("nan-in-probe", 2, [&](const at::Tensor& x, bool) {
+      auto y = x.cumsum(1);
+      if (x.size(0) == rows && ++seen == 2) y.select(1, x.size(1) - 1).fill_(NAN);  // the second such pass only
+      return y;
+    });
+    AuditOptions o = small(8);
+    o.train_mode = false;
+    o.trials = trials;
+    try {
+      run_causality_audit(t, o);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("NaN or Inf"), std::string::npos) << e.what();
+    }
+    EXPECT_GE(seen, 2);
+  }
+}

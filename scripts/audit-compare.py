@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Every case of the audit suites through two audit configurations, side by side: the facts an
+audit reports (verdict, horizons per mode and length, the leak map, max effects, length / batch /
+past-horizon results, every violation and its evidence) must be identical; seconds and probes may
+differ and are printed (issue #27 item 3: a faster audit with identical verdicts and evidence).
+
+  scripts/audit-compare.py A_BIN B_BIN [--a-args "..."] [--b-args "..."] [--suites a.json,...]
+  scripts/audit-compare.py build/grassaudit build/grassaudit --a-args=--no-train-proof
+
+Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+SUITES = ["audits/controls.json", "audits/signature.json", "audits/torch2.json", "audits/incremental.json"]
+NUM = re.compile(r"[0-9][0-9.e+-]*")
+# What an audit says about the model (not how long it took or how many rows it ran).
+FACTS = ["verdict", "leak_horizon", "max_effect", "first_leaking_cut", "modes", "seq_lens", "rounding_only",
+         "precision", "max_effect_float32", "threshold", "precision_floor", "vacuous", "past_effect",
+         "mode_horizons", "length_horizons", "gradient_check", "leak_map", "contract", "contract_holds",
+         "length_dependent", "length_evidence", "batch_coupled", "batch_evidence", "past_horizon", "violations",
+         "incremental", "outputs", "worst_output"]
+
+
+def case_args(suite_dir, c):
+    args = ["--model", os.path.join(suite_dir, c["model"]), "--seq-len", str(c["seq_len"])]
+    for i in c.get("inputs", [c.get("input")]):
+        args += ["--input", i]
+    if "time_axis" in c:
+        args += ["--time-axis", str(c["time_axis"])]
+    if "output" in c:
+        args += ["--output", c["output"]]
+    if "seq_lens" in c:
+        args += ["--seq-lens", ",".join(str(x) for x in c["seq_lens"])]
+    args += ["--mode", c.get("mode", "both")]
+    k = c.get("contract", {})
+    if "lookahead" in k:
+        args += ["--allow-lookahead", str(k["lookahead"])]
+    if "window" in k:
+        args += ["--window", str(k["window"])]
+    if c.get("incremental"):
+        args += ["--incremental"]
+    return args
+
+
+def run(binary, args, extra):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = f.name
+    p = subprocess.run([binary, "audit", *args, *extra, "--json", out], capture_output=True, text=True)
+    try:
+        j = json.load(open(out)) if os.path.getsize(out) > 0 else None
+    except (OSError, ValueError):
+        j = None
+    os.unlink(out)
+    first = (p.stderr.strip().splitlines() or [""])[0]
+    return p.returncode, j, first
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--a-args", default="")
+    ap.add_argument("--b-args", default="")
+    ap.add_argument("--suites", default=",".join(SUITES))
+    o = ap.parse_args()
+    differ = 0
+    total_a = total_b = 0.0
+    for suite in o.suites.split(","):
+        s = json.load(open(suite))
+        d = os.path.dirname(suite)
+        for c in s["cases"]:
+            args = case_args(d, c)
+            rc_a, ja, ea = run(o.a, args, shlex.split(o.a_args))
+            rc_b, jb, eb = run(o.b, args, shlex.split(o.b_args))
+            if ja is None or jb is None:
+                # A refusal: its reason, without the numbers (noise refused in eval mode moves by
+                # whatever the unseeded RNG drew).
+                same = rc_a == rc_b and (ja is None) == (jb is None) and NUM.sub("#", ea) == NUM.sub("#", eb)
+                what = f"exit {rc_a}/{rc_b}: {ea if same else ea + ' | ' + eb}"
+            else:
+                for j in (ja, jb):
+                    if isinstance(j.get("incremental"), dict):
+                        j["incremental"].pop("seconds", None)
+                off = [k for k in FACTS if ja.get(k) != jb.get(k)]
+                same = rc_a == rc_b and not off
+                sa, sb = ja["seconds"], jb["seconds"]
+                total_a += sa
+                total_b += sb
+                proof = (jb.get("train_mode_proof") or {}).get("train_from_eval")
+                what = (f"{jb['verdict']} h{jb['leak_horizon']} {sa:.2f}s/{sb:.2f}s probes {ja['probes']}/{jb['probes']}"
+                        f"{' train=eval' if proof else ''}" + ("" if same else f" DIFFER: {off} exit {rc_a}/{rc_b}"))
+            differ += 0 if same else 1
+            print(f"{os.path.basename(suite):<18} {c['name']:<40} {'same' if same else 'DIFFERENT'}  {what}", flush=True)
+    print(f"{differ} case(s) differ; audit seconds {total_a:.1f} (a) vs {total_b:.1f} (b)")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

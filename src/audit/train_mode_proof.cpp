@@ -1,0 +1,119 @@
+#include "audit/train_mode_proof.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include <set>
+
+#include "util/error_text.h"
+
+namespace grassaudit {
+
+namespace {
+
+// aten ops that draw from the RNG (their overloads without a Generator argument included).
+const std::set<std::string>& random_ops() {
+  static const std::set<std::string> ops{
+      "rand",           "rand_like",       "randn",       "randn_like",      "randint",
+      "randint_like",   "randperm",        "bernoulli",   "bernoulli_",      "normal",
+      "normal_",        "multinomial",     "poisson",     "binomial",        "uniform_",
+      "random_",        "exponential_",    "geometric_",  "cauchy_",         "log_normal_",
+      "rrelu",          "rrelu_",          "rrelu_with_noise", "rrelu_with_noise_", "_standard_gamma",
+      "_sample_dirichlet", "_fused_dropout", "seed",       "manual_seed",     "initial_seed"};
+  return ops;
+}
+// Dropout ops: random unless their `train` argument is the constant false.
+const std::set<std::string>& dropout_ops() {
+  static const std::set<std::string> ops{"dropout",       "dropout_",       "feature_dropout",
+                                         "feature_dropout_", "alpha_dropout", "alpha_dropout_",
+                                         "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout"};
+  return ops;
+}
+
+// The input of `node` bound to schema argument `name`, or null.
+const torch::jit::Value* named_input(const torch::jit::Node* node, const std::string& name) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema) return nullptr;
+  const auto& args = schema->arguments();
+  for (size_t i = 0; i < args.size() && i < node->inputs().size(); ++i)
+    if (args[i].name() == name) return node->inputs()[i];
+  return nullptr;
+}
+
+bool constant_is(const torch::jit::Value* v, bool want_false_bool, double want_double) {
+  if (!v || v->node()->kind() != c10::prim::Constant) return false;
+  const auto iv = torch::jit::toIValue(v);
+  if (!iv) return false;
+  if (want_false_bool) return iv->isBool() && !iv->toBool();
+  return iv->isDouble() && iv->toDouble() == want_double;
+}
+
+// "" when `node` keeps train == eval, else what breaks it.
+std::string blocker(const torch::jit::Node* node) {
+  const c10::Symbol kind = node->kind();
+  const std::string name = kind.toQualString();
+  if (kind == c10::prim::GetAttr && node->s(c10::attr::name) == "training") return "it reads `training`";
+  if (kind == c10::prim::CallMethod || kind == c10::prim::CallFunction)
+    return fmt::format("it calls {} through {}, which the inliner could not resolve (an interface)",
+                       kind == c10::prim::CallMethod ? node->s(c10::attr::name) : "a function", name);
+  if (kind == c10::prim::PythonOp) return "it calls Python (prim::PythonOp)";
+  if (!kind.is_aten() && !kind.is_prim()) return fmt::format("it calls {}, an op outside aten:: and prim::", name);
+  if (!kind.is_aten()) return {};
+  const std::string op = kind.toUnqualString();
+  if (random_ops().count(op)) return fmt::format("it draws random numbers ({})", name);
+  if (dropout_ops().count(op) && !constant_is(named_input(node, "train"), true, 0))
+    return fmt::format("it calls {} with a train flag that is not the constant false", name);
+  if (op == "scaled_dot_product_attention" && !constant_is(named_input(node, "dropout_p"), false, 0.0))
+    return fmt::format("it calls {} with a dropout_p that is not the constant 0", name);
+  if (const c10::FunctionSchema* schema = node->maybeSchema())
+    for (const auto& a : schema->arguments())
+      if (a.type()->str().find("Generator") != std::string::npos)
+        return fmt::format("it calls {}, which takes a random Generator", name);
+  return {};
+}
+
+// Every node of `block`, its sub-blocks and subgraphs (prim::fork): the first blocker, counting nodes.
+std::string scan(const torch::jit::Block* block, int64_t& nodes) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    ++nodes;
+    if (auto why = blocker(node); !why.empty()) return why;
+    for (const torch::jit::Block* b : node->blocks())
+      if (auto why = scan(b, nodes); !why.empty()) return why;
+    if (node->hasAttribute(c10::attr::Subgraph))
+      if (auto why = scan(node->g(c10::attr::Subgraph)->block(), nodes); !why.empty()) return why;
+  }
+  return {};
+}
+
+}  // namespace
+
+TrainModeProof prove_train_equals_eval(const torch::jit::Module& module) {
+  TrainModeProof p;
+  try {
+    auto method = module.find_method("forward");
+    if (!method) {
+      p.why = "no forward method";
+      return p;
+    }
+    auto graph = method->graph()->copy();  // the module's own graph stays as it is
+    torch::jit::Inline(*graph);
+    int64_t nodes = 0;
+    const std::string why = scan(graph->block(), nodes);
+    if (!why.empty()) {
+      p.why = "not proven: " + why;
+      return p;
+    }
+    p.proven = true;
+    p.why = fmt::format("forward ({} nodes, every call inlined) never reads `training` and draws no random numbers",
+                        nodes);
+  } catch (const std::exception& e) {
+    p.proven = false;
+    p.why = "not proven: the graph could not be read (" + first_meaningful_line(e.what()) + ")";
+  }
+  return p;
+}
+
+}  // namespace grassaudit
