@@ -4,7 +4,7 @@ audit reports (verdict, horizons per mode and length, the leak map, max effects,
 past-horizon results, every violation and its evidence) must be identical; seconds and probes may
 differ and are printed (issue #27 item 3: a faster audit with identical verdicts and evidence).
 
-  scripts/audit-compare.py A_BIN B_BIN [--a-args "..."] [--b-args "..."] [--suites a.json,...]
+  scripts/audit-compare.py A_BIN B_BIN [--a-args=...] [--b-args=...] [--suites a.json,...] [--facts f1,f2,...]
   scripts/audit-compare.py build/grassaudit build/grassaudit --a-args=--no-train-proof
 
 Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
@@ -68,7 +68,10 @@ def main():
     ap.add_argument("--a-args", default="")
     ap.add_argument("--b-args", default="")
     ap.add_argument("--suites", default=",".join(SUITES))
+    ap.add_argument("--facts", default=",".join(FACTS),
+                    help="the JSON fields compared (e.g. without the fields an older binary lacks)")
     o = ap.parse_args()
+    facts = o.facts.split(",")
     differ = 0
     total_a = total_b = 0.0
     for suite in o.suites.split(","):
@@ -87,7 +90,7 @@ def main():
                 for j in (ja, jb):
                     if isinstance(j.get("incremental"), dict):
                         j["incremental"].pop("seconds", None)
-                off = [k for k in FACTS if ja.get(k) != jb.get(k)]
+                off = [k for k in facts if ja.get(k) != jb.get(k)]
                 same = rc_a == rc_b and not off
                 sa, sb = ja["seconds"], jb["seconds"]
                 total_a += sa

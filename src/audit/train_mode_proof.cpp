@@ -66,7 +66,9 @@ std::string blocker(const torch::jit::Node* node) {
   if (random_ops().count(op)) return fmt::format("it draws random numbers ({})", name);
   if (dropout_ops().count(op) && !constant_is(named_input(node, "train"), true, 0))
     return fmt::format("it calls {} with a train flag that is not the constant false", name);
-  if (op == "scaled_dot_product_attention" && !constant_is(named_input(node, "dropout_p"), false, 0.0))
+  // scaled_dot_product_attention and its kernels (_scaled_dot_product_flash_attention, ...).
+  const auto* dropout_p = named_input(node, "dropout_p");  // null without a schema: sdpa is then blocked
+  if ((dropout_p || op == "scaled_dot_product_attention") && !constant_is(dropout_p, false, 0.0))
     return fmt::format("it calls {} with a dropout_p that is not the constant 0", name);
   if (const c10::FunctionSchema* schema = node->maybeSchema())
     for (const auto& a : schema->arguments())

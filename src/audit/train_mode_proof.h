@@ -9,8 +9,9 @@
 // prim::GetAttr[name="training"]; a graph that never reads it computes the same in both modes
 // unless it draws random numbers, which the audit's train passes reseed and its eval passes do
 // not. So the proof fails on: a read of `training`; a random op (rand*, bernoulli, normal,
-// multinomial, dropout with a train flag that is not the constant false, attention with a
-// dropout_p that is not the constant 0, any op taking a Generator); a call the inliner could not
+// multinomial, dropout with a train flag that is not the constant false, any op with a dropout_p
+// that is not the constant 0 (scaled_dot_product_attention and its kernels), any op taking a
+// Generator); a call the inliner could not
 // resolve (a module interface); an op outside aten:: and prim:: (unknown semantics). Anything
 // it cannot read is "not proven", never "proven".
 #include <string>
