@@ -746,11 +746,12 @@ CASES = [
 
 # The audit's train-mode proof (src/audit/train_mode_proof.cpp), written again here on the saved
 # file: forward with every call inlined never reads `training` and draws no random numbers.
+RECURRENT_OPS = {"lstm", "gru", "rnn_tanh", "rnn_relu", "quantized_lstm", "quantized_gru"}
 RANDOM_OPS = {"rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli",
               "bernoulli_", "normal", "normal_", "multinomial", "poisson", "binomial", "uniform_", "random_",
               "exponential_", "geometric_", "cauchy_", "log_normal_", "rrelu", "rrelu_", "rrelu_with_noise",
               "rrelu_with_noise_", "_standard_gamma", "_sample_dirichlet", "_fused_dropout", "seed", "manual_seed",
-              "initial_seed"}
+              "initial_seed", "_no_grad_uniform_", "_no_grad_normal_"}
 DROPOUT_OPS = {"dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout", "alpha_dropout_",
                "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout"}
 
@@ -758,13 +759,35 @@ DROPOUT_OPS = {"dropout", "dropout_", "feature_dropout", "feature_dropout_", "al
 def train_mode_proven(path: str) -> bool:
     module = torch.jit.load(path)  # kept alive: the graph refers to its types
     g = module.forward.inlined_graph
+    modules = {sub._c._type().qualified_name() for sub in module.modules()}
+
+    def holds(t, containers: bool) -> bool:  # a TorchScript class (not a module); lists / dicts too
+        if t.kind() == "ClassType":
+            return t.qualified_name() not in modules
+        if containers and t.kind() in ("ListType", "DictType"):
+            return True
+        return any(holds(c, containers) for c in t.containedTypes())
+
+    def constant(v, want) -> bool:
+        return v.node().kind() == "prim::Constant" and v.toIValue() == want and type(v.toIValue()) is type(want)
 
     def ok(block) -> bool:
         for n in block.nodes():
             kind = n.kind()
             ns, op = kind.split("::", 1)
-            if kind == "prim::GetAttr" and n.s("name") == "training":
+            if kind == "prim::GetAttr" and (n.s("name") == "training" or holds(n.output().type(), True)):
                 return False
+            if kind == "prim::SetAttr":
+                return False
+            if any(holds(v.type(), False) for v in list(n.inputs()) + list(n.outputs())):
+                return False
+            if ns == "aten" and op in RECURRENT_OPS:
+                sig = str(n.schema())
+                names = [a.strip().split(" ")[-1].split("=")[0] for a in sig[sig.index("(") + 1:sig.rindex(") ->")].split(",")]
+                args = dict(zip([x for x in names if x != "*"], n.inputs()))
+                if not (("train" in args and constant(args["train"], False))
+                        or ("dropout" in args and constant(args["dropout"], 0.0))):
+                    return False
             if kind in ("prim::CallMethod", "prim::CallFunction", "prim::PythonOp") or ns not in ("aten", "prim"):
                 return False
             if ns == "aten" and (op in RANDOM_OPS or "Generator" in str(n.schema())):

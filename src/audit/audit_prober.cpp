@@ -302,7 +302,14 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   Repeat out;
   target_.snapshot_state(/*restore=*/false);
   if (train) at::manual_seed(seed);
+  auto rng = at::detail::getDefaultCPUGenerator();
+  const auto rng_state = [&] {
+    std::lock_guard<std::mutex> lock(rng.mutex());
+    return rng.get_state();
+  };
+  const auto before = rng_state();
   auto y1 = run(x.clone());
+  out.drew_random = !at::equal(before, rng_state());
   out.changed = target_.changed_state();
   if (train) at::manual_seed(seed);
   auto y2 = run(x.clone());

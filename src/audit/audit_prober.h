@@ -129,6 +129,7 @@ class Prober {
   struct Repeat {
     double effect = 0;
     std::string changed;
+    bool drew_random = false;  // the first call moved torch's default CPU generator (it draws noise)
   };
   Repeat repeat_effect(AuditMode mode, int64_t L);
 

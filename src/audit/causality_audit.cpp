@@ -301,9 +301,12 @@ namespace {
 // Refuses (InputError, exit 2) a target whose outputs differ for the same batch: named state it
 // updates, or else nondeterminism in that mode (noise drawn in forward, outside the RNG the audit
 // resets). Two passes per audited mode.
-void check_repeatable(AuditTarget& target, Prober& prober, const std::vector<AuditMode>& modes, int64_t L) {
+// Returns whether an eval-mode pass drew from torch's default CPU generator.
+bool check_repeatable(AuditTarget& target, Prober& prober, const std::vector<AuditMode>& modes, int64_t L) {
+  bool eval_drew = false;
   for (AuditMode mode : modes) {
     const auto rep = prober.repeat_effect(mode, L);
+    if (mode == AuditMode::kEval) eval_drew = rep.drew_random;
     if (rep.effect == 0.0) continue;
     if (!rep.changed.empty())
       throw InputError(fmt::format(
@@ -318,6 +321,7 @@ void check_repeatable(AuditTarget& target, Prober& prober, const std::vector<Aud
         target.describe(), mode_name(mode), rep.effect,
         mode == AuditMode::kTrain ? " with the RNG reset to the same state before each pass" : ""));
   }
+  return eval_drew;
 }
 }  // namespace
 
@@ -349,8 +353,16 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   const int64_t L = lens.front();
 
   PrecisionSwitch prec(target, prober, L);
+
+  // The premise: the same input gives the same output. A model whose outputs move between
+  // identical calls, through state it updates or noise it draws, has no causality verdict.
+  const bool eval_drew_random = check_repeatable(target, prober, modes, L);
   if (opt.eval_mode && opt.train_mode) {
     r.train_mode_proof = target.train_mode_proof();
+    // The graph scan is a list of random ops; the generator's state is the ground truth.
+    if (r.train_mode_proof && r.train_mode_proof->proven && eval_drew_random)
+      r.train_mode_proof = TrainModeProof{false, "not proven: an eval-mode pass moved torch's RNG state (forward draws "
+                                                 "random numbers through an op the graph scan does not list)"};
     r.train_from_eval = opt.train_by_proof && r.train_mode_proof && r.train_mode_proof->proven;
     if (r.train_from_eval)
       r.notes.push_back(fmt::format("train mode is eval mode: {}, so every train-mode pass would repeat an eval-mode "
@@ -358,10 +370,6 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                                     "(--no-train-proof probes both)",
                                     r.train_mode_proof->why));
   }
-
-  // The premise: the same input gives the same output. A model whose outputs move between
-  // identical calls, through state it updates or noise it draws, has no causality verdict.
-  check_repeatable(target, prober, modes, L);
   target.snapshot_state(/*restore=*/true);  // state that does not change outputs: put back after every pass
 
   // Non-vacuity first, in the target's own precision.

@@ -22,8 +22,35 @@ const std::set<std::string>& random_ops() {
       "normal_",        "multinomial",     "poisson",     "binomial",        "uniform_",
       "random_",        "exponential_",    "geometric_",  "cauchy_",         "log_normal_",
       "rrelu",          "rrelu_",          "rrelu_with_noise", "rrelu_with_noise_", "_standard_gamma",
-      "_sample_dirichlet", "_fused_dropout", "seed",       "manual_seed",     "initial_seed"};
+      "_sample_dirichlet", "_fused_dropout", "seed",       "manual_seed",     "initial_seed",
+      "_no_grad_uniform_", "_no_grad_normal_"};  // torch.nn.init's builtins
   return ops;
+}
+// Recurrent layers with inter-layer dropout (their argument is `dropout`, their flag `train`, and
+// they take no Generator): random unless train is the constant false or dropout the constant 0.
+const std::set<std::string>& recurrent_ops() {
+  static const std::set<std::string> ops{"lstm", "gru", "rnn_tanh", "rnn_relu", "quantized_lstm", "quantized_gru"};
+  return ops;
+}
+
+// A TorchScript class (not a module) anywhere in `type`: its methods (__enter__, __lt__, ...) run
+// at run time through ops whose bodies the inliner never sees (prim::Enter, aten::sort on objects).
+bool holds_class(const c10::TypePtr& type) {
+  if (const auto cls = type->cast<c10::ClassType>()) return !cls->is_module();
+  for (const auto& t : type->containedTypes())
+    if (holds_class(t)) return true;
+  return false;
+}
+// State the audit does not put back between passes (it restores tensors, int, float, bool and
+// str attributes): a list, dict or object attribute can carry one call into the next, so the number
+// of calls -- which the proof changes -- could change outputs.
+bool mutable_container(const c10::TypePtr& type) {
+  const auto k = type->kind();
+  if (k == c10::TypeKind::ListType || k == c10::TypeKind::DictType) return true;
+  if (const auto cls = type->cast<c10::ClassType>()) return !cls->is_module();
+  for (const auto& t : type->containedTypes())
+    if (mutable_container(t)) return true;
+  return false;
 }
 // Dropout ops: random unless their `train` argument is the constant false.
 const std::set<std::string>& dropout_ops() {
@@ -56,16 +83,32 @@ std::string blocker(const torch::jit::Node* node) {
   const c10::Symbol kind = node->kind();
   const std::string name = kind.toQualString();
   if (kind == c10::prim::GetAttr && node->s(c10::attr::name) == "training") return "it reads `training`";
+  if (kind == c10::prim::GetAttr && mutable_container(node->output()->type()))
+    return fmt::format("it reads attribute `{}`, a {} the audit does not restore between passes",
+                       node->s(c10::attr::name), node->output()->type()->annotation_str());
+  if (kind == c10::prim::SetAttr) return fmt::format("it writes attribute `{}`", node->s(c10::attr::name));
   if (kind == c10::prim::CallMethod || kind == c10::prim::CallFunction)
-    return fmt::format("it calls {} through {}, which the inliner could not resolve (an interface)",
+    return fmt::format("it calls {} through {}, which the inliner could not resolve (an interface, or a call "
+                       "inside a fork)",
                        kind == c10::prim::CallMethod ? node->s(c10::attr::name) : "a function", name);
   if (kind == c10::prim::PythonOp) return "it calls Python (prim::PythonOp)";
+  for (const auto* v : node->inputs())
+    if (holds_class(v->type()))
+      return fmt::format("{} takes a TorchScript class object ({}), whose methods run unseen",
+                         name, v->type()->annotation_str());
+  for (const auto* v : node->outputs())
+    if (holds_class(v->type()))
+      return fmt::format("{} makes a TorchScript class object ({}), whose methods run unseen",
+                         name, v->type()->annotation_str());
   if (!kind.is_aten() && !kind.is_prim()) return fmt::format("it calls {}, an op outside aten:: and prim::", name);
   if (!kind.is_aten()) return {};
   const std::string op = kind.toUnqualString();
   if (random_ops().count(op)) return fmt::format("it draws random numbers ({})", name);
   if (dropout_ops().count(op) && !constant_is(named_input(node, "train"), true, 0))
     return fmt::format("it calls {} with a train flag that is not the constant false", name);
+  if (recurrent_ops().count(op) && !constant_is(named_input(node, "train"), true, 0) &&
+      !constant_is(named_input(node, "dropout"), false, 0.0))
+    return fmt::format("it calls {} with inter-layer dropout that is not off (train or dropout not constant)", name);
   // scaled_dot_product_attention and its kernels (_scaled_dot_product_flash_attention, ...).
   const auto* dropout_p = named_input(node, "dropout_p");  // null without a schema: sdpa is then blocked
   if ((dropout_p || op == "scaled_dot_product_attention") && !constant_is(dropout_p, false, 0.0))

@@ -12,8 +12,13 @@
 // multinomial, dropout with a train flag that is not the constant false, any op with a dropout_p
 // that is not the constant 0 (scaled_dot_product_attention and its kernels), any op taking a
 // Generator); a call the inliner could not
-// resolve (a module interface); an op outside aten:: and prim:: (unknown semantics). Anything
-// it cannot read is "not proven", never "proven".
+// resolve (a module interface); an op outside aten:: and prim:: (unknown semantics); recurrent
+// ops with inter-layer dropout on; a TorchScript class object (its methods run through
+// prim::Enter or aten::sort unseen); prim::SetAttr, or reading a list/dict/object attribute
+// (state the audit does not restore between passes, so the number of calls could matter).
+// Anything it cannot read is "not proven", never "proven". The audit also voids the proof when
+// an eval-mode pass moves torch's default generator (causality_audit.cpp): the op list is a
+// list, the generator's state is the ground truth.
 #include <string>
 
 namespace torch::jit {

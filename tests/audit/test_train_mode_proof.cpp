@@ -10,10 +10,15 @@
 #include <regex>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "audit/audit_suite.h"
+#include "audit/causality_audit.h"
 #include "audit/train_mode_proof.h"
+#include "function_target.h"
 
 using namespace grassaudit;
+using grassaudit::testing::FunctionTarget;
 
 namespace {
 const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
@@ -26,6 +31,15 @@ torch::jit::Module scripted(const std::string& forward_source) {
 }
 
 TrainModeProof proof_of(const std::string& src) { return prove_train_equals_eval(scripted(src)); }
+
+template <class Setup>
+torch::jit::Module scripted_with(Setup setup, const std::string& forward_source) {
+  torch::jit::Module m("Probe");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  setup(m);
+  m.define(forward_source);
+  return m;
+}
 }  // namespace
 
 TEST(TrainModeProof, PlainArithmeticAndDropoutBakedOffAreProven) {
@@ -52,6 +66,61 @@ TEST(TrainModeProof, ReadingTrainingRandomOpsAndLiveDropoutAreNotProven) {
   // Inside a loop body (a sub-block).
   p = proof_of("def forward(self, x):\n  for i in range(2):\n    x = torch.dropout(x, 0.1, self.training)\n  return x\n");
   EXPECT_FALSE(p.proven) << p.why;
+}
+
+// Found by an adversarial review: randomness outside the dropout ops, state the audit does not put
+// back between passes (then the number of calls, which the proof changes, could change outputs).
+TEST(TrainModeProof, RecurrentDropoutInitNoiseAndCarriedStateAreNotProven) {
+  auto p = proof_of("def forward(self, x):\n  u = torch.empty([1])\n  torch._no_grad_uniform_(u, 0., 1.)\n  return x + u\n");
+  EXPECT_FALSE(p.proven);
+  EXPECT_NE(p.why.find("_no_grad_uniform_"), std::string::npos) << p.why;
+  const std::string rnn =
+      "def forward(self, x, h, w: List[Tensor]):\n"
+      "  y, hn = torch.rnn_tanh(x, h, w, False, 2, 0.5, {}, False, True)\n  return y\n";
+  p = proof_of(fmt::format(rnn, "True"));
+  EXPECT_FALSE(p.proven);
+  EXPECT_NE(p.why.find("aten::rnn_tanh"), std::string::npos) << p.why;
+  p = proof_of(fmt::format(rnn, "False"));  // inter-layer dropout off
+  EXPECT_TRUE(p.proven) << p.why;
+
+  auto counter = scripted_with([](torch::jit::Module& m) { m.register_attribute("calls", c10::IntType::get(), 0); },
+                               "def forward(self, x):\n  self.calls = self.calls + 1\n  return x\n");
+  p = prove_train_equals_eval(counter);
+  EXPECT_FALSE(p.proven);
+  EXPECT_NE(p.why.find("writes attribute `calls`"), std::string::npos) << p.why;
+  auto keys = scripted_with(
+      [](torch::jit::Module& m) { m.register_attribute("keys", c10::ListType::ofInts(), c10::List<int64_t>({1, 2})); },
+      "def forward(self, x):\n  if x.size(1) in self.keys:\n    return x + 1.0\n  return x\n");
+  p = prove_train_equals_eval(keys);
+  EXPECT_FALSE(p.proven);
+  EXPECT_NE(p.why.find("`keys`, a List[int]"), std::string::npos) << p.why;
+}
+
+// The graph scan lists random ops; the audit also watches torch's generator during an eval-mode
+// pass. A target that claims the proof but draws (its outputs do not show it) is probed in train
+// mode after all, and its train-only leak is found.
+TEST(TrainModeProof, AnEvalPassThatMovesTheRngVoidsTheProof) {
+  class Claims : public FunctionTarget {
+   public:
+    using FunctionTarget::FunctionTarget;
+    std::optional<TrainModeProof> train_mode_proof() override { return TrainModeProof{true, "claimed"}; }
+  };
+  Claims t("draws-then-leaks-in-train", 2, [](const at::Tensor& x, bool training) {
+    (void)at::randn({1});  // moves the generator, changes nothing
+    auto y = x.cumsum(1);
+    return training ? y + x.roll(-1, 1) : y;  // train mode reads x_{t+1}
+  });
+  AuditOptions o;
+  o.seq_len = 8;
+  o.trials = 2;
+  o.batch = 8;
+  const auto r = run_causality_audit(t, o);
+  ASSERT_TRUE(r.train_mode_proof.has_value());
+  EXPECT_FALSE(r.train_mode_proof->proven);
+  EXPECT_NE(r.train_mode_proof->why.find("RNG"), std::string::npos) << r.train_mode_proof->why;
+  EXPECT_FALSE(r.train_from_eval);
+  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_GE(r.leak_horizon, 1);
 }
 
 // A `training` read two submodules down is found: the calls are inlined before the scan.
