@@ -23,15 +23,7 @@ using grassaudit::testing::FunctionTarget;
 namespace {
 const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 
-torch::jit::Module scripted(const std::string& forward_source) {
-  torch::jit::Module m("Probe");
-  m.register_attribute("training", c10::BoolType::get(), true);
-  m.define(forward_source);
-  return m;
-}
-
-TrainModeProof proof_of(const std::string& src) { return prove_train_equals_eval(scripted(src)); }
-
+// A module "Probe" with a `training` flag, whatever `setup` registers, and forward_source.
 template <class Setup>
 torch::jit::Module scripted_with(Setup setup, const std::string& forward_source) {
   torch::jit::Module m("Probe");
@@ -39,6 +31,15 @@ torch::jit::Module scripted_with(Setup setup, const std::string& forward_source)
   setup(m);
   m.define(forward_source);
   return m;
+}
+
+void expect_not_proven(const TrainModeProof& p, const std::string& blocker) {
+  EXPECT_FALSE(p.proven) << p.why;
+  EXPECT_NE(p.why.find(blocker), std::string::npos) << p.why;
+}
+
+TrainModeProof proof_of(const std::string& src) {
+  return prove_train_equals_eval(scripted_with([](torch::jit::Module&) {}, src));
 }
 }  // namespace
 
@@ -53,14 +54,11 @@ TEST(TrainModeProof, PlainArithmeticAndDropoutBakedOffAreProven) {
 
 TEST(TrainModeProof, ReadingTrainingRandomOpsAndLiveDropoutAreNotProven) {
   auto p = proof_of("def forward(self, x):\n  if self.training:\n    return x + 1.0\n  return x\n");
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("reads `training`"), std::string::npos) << p.why;
+  expect_not_proven(p, "reads `training`");
   p = proof_of("def forward(self, x):\n  return x + 0.0 * torch.rand_like(x)\n");
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("aten::rand_like"), std::string::npos) << p.why;
+  expect_not_proven(p, "aten::rand_like");
   p = proof_of("def forward(self, x):\n  return torch.dropout(x, 0.5, True)\n");
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("aten::dropout"), std::string::npos) << p.why;
+  expect_not_proven(p, "aten::dropout");
   p = proof_of("def forward(self, x):\n  return torch.bernoulli(x.sigmoid())\n");
   EXPECT_FALSE(p.proven) << p.why;
   // Inside a loop body (a sub-block).
@@ -72,28 +70,24 @@ TEST(TrainModeProof, ReadingTrainingRandomOpsAndLiveDropoutAreNotProven) {
 // back between passes (then the number of calls, which the proof changes, could change outputs).
 TEST(TrainModeProof, RecurrentDropoutInitNoiseAndCarriedStateAreNotProven) {
   auto p = proof_of("def forward(self, x):\n  u = torch.empty([1])\n  torch._no_grad_uniform_(u, 0., 1.)\n  return x + u\n");
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("_no_grad_uniform_"), std::string::npos) << p.why;
+  expect_not_proven(p, "_no_grad_uniform_");
   const std::string rnn =
       "def forward(self, x, h, w: List[Tensor]):\n"
       "  y, hn = torch.rnn_tanh(x, h, w, False, 2, 0.5, {}, False, True)\n  return y\n";
   p = proof_of(fmt::format(rnn, "True"));
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("aten::rnn_tanh"), std::string::npos) << p.why;
+  expect_not_proven(p, "aten::rnn_tanh");
   p = proof_of(fmt::format(rnn, "False"));  // inter-layer dropout off
   EXPECT_TRUE(p.proven) << p.why;
 
   auto counter = scripted_with([](torch::jit::Module& m) { m.register_attribute("calls", c10::IntType::get(), 0); },
                                "def forward(self, x):\n  self.calls = self.calls + 1\n  return x\n");
   p = prove_train_equals_eval(counter);
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("writes attribute `calls`"), std::string::npos) << p.why;
+  expect_not_proven(p, "writes attribute `calls`");
   auto keys = scripted_with(
       [](torch::jit::Module& m) { m.register_attribute("keys", c10::ListType::ofInts(), c10::List<int64_t>({1, 2})); },
       "def forward(self, x):\n  if x.size(1) in self.keys:\n    return x + 1.0\n  return x\n");
   p = prove_train_equals_eval(keys);
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("`keys`, a List[int]"), std::string::npos) << p.why;
+  expect_not_proven(p, "`keys`, a List[int]");
 }
 
 // The graph scan lists random ops; the audit also watches torch's generator during an eval-mode
@@ -137,8 +131,7 @@ TEST(TrainModeProof, ASubmodulesTrainingReadIsFoundThroughTheCalls) {
   outer.register_module("middle", middle);
   outer.define("def helper(self, x):\n  return self.middle.forward(x)\n\ndef forward(self, x):\n  return self.helper(x) + 1.0\n");
   const auto p = prove_train_equals_eval(outer);
-  EXPECT_FALSE(p.proven);
-  EXPECT_NE(p.why.find("reads `training`"), std::string::npos) << p.why;
+  expect_not_proven(p, "reads `training`");
 }
 
 namespace {
