@@ -147,9 +147,9 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
     for (size_t mi = 0; mi < modes.size() && !d.stopped_early; ++mi) {
       const AuditMode mode = modes[mi];
       if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
-      auto same = d.decisive.tables.find({AuditMode::kEval, len});  // eval comes first at every length
-      EffectTable chosen = mode == AuditMode::kTrain && train_from_eval && same != d.decisive.tables.end()
-                               ? same->second
+      // Eval comes first at every length: a proven-equal train table is a copy of it.
+      EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
+                               ? d.decisive.tables.at({AuditMode::kEval, len})
                                : decide_table(prec, prober, mode, len, d);
       const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
@@ -381,7 +381,12 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
     r.seconds_by_check.emplace_back(name, std::chrono::duration<double>(now - lap).count());
     lap = now;
   };
-  if (opt.batch_check) check_batch(prec, prober, modes, L, r);
+  // The modes that are probed: train mode proven equal to eval mode is not (its answers are eval's:
+  // the same coupling, and a past table that can neither raise the horizon nor replace the evidence).
+  std::vector<AuditMode> probed = modes;
+  if (r.train_from_eval) probed.erase(std::remove(probed.begin(), probed.end(), AuditMode::kTrain), probed.end());
+  if (opt.batch_check) check_batch(prec, prober, probed, L, r);
+  if (r.train_from_eval && prober.isolated(AuditMode::kEval)) prober.isolate_rows(AuditMode::kTrain);
   timed("batch");
   const DecidedTables decided = decide_tables(prec, prober, opt, lens, modes, r.train_from_eval);
   summarise_tables(decided, L, r);
@@ -392,7 +397,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   if (opt.length_check && !settled) check_length(prec, prober, L, std::max(opt.lookahead, r.leak_horizon), r);
   timed("length");
   Evidence past_ev;
-  if ((opt.past_horizon || opt.window) && !settled) past_ev = measure_past_horizon(prec, prober, modes, r.seq_lens, r);
+  if ((opt.past_horizon || opt.window) && !settled) past_ev = measure_past_horizon(prec, prober, probed, r.seq_lens, r);
   timed("past");
   judge_contract(future_ev, past_ev, r);
   // The gradient check runs in the decisive precision.

@@ -24,10 +24,6 @@ void check_batch(PrecisionSwitch& prec, Prober& prober, const std::vector<AuditM
                  AuditResult& r) {
   r.batch_coupled = false;
   for (AuditMode mode : modes) {
-    if (mode == AuditMode::kTrain && r.train_from_eval) {  // the same arithmetic as eval: the same answer
-      if (prober.isolated(AuditMode::kEval)) prober.isolate_rows(mode);
-      continue;
-    }
     prec.to_own();
     BatchEffect e;
     try {
@@ -177,9 +173,6 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
     // the horizon nor its evidence (which goes to a larger effect only at the same distance).
     if (len - 1 < horizon) continue;
     for (AuditMode mode : modes) {
-      // Train mode proven equal to eval: its table is eval's, which can neither raise the
-      // horizon nor replace the evidence (that takes a larger effect).
-      if (mode == AuditMode::kTrain && r.train_from_eval) continue;
       // Cut 1 alone first: the only cut that reaches distance len - 1 (y_{len-1} reading x_0).
       // When it does, the full table's horizon is len - 1 and its strongest cell at that
       // distance is this very cell (the same probe rows: rerun_cuts), so the other cuts could

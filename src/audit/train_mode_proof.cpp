@@ -35,21 +35,15 @@ const std::set<std::string>& recurrent_ops() {
 
 // A TorchScript class (not a module) anywhere in `type`: its methods (__enter__, __lt__, ...) run
 // at run time through ops whose bodies the inliner never sees (prim::Enter, aten::sort on objects).
-bool holds_class(const c10::TypePtr& type) {
+// With `containers`, lists and dicts count too: state the audit does not put back between passes
+// (it restores tensors, int, float, bool and str attributes), so a list, dict or object attribute
+// can carry one call into the next, and the number of calls -- which the proof changes -- could
+// change outputs.
+bool holds_class(const c10::TypePtr& type, bool containers = false) {
   if (const auto cls = type->cast<c10::ClassType>()) return !cls->is_module();
+  if (containers && (type->kind() == c10::TypeKind::ListType || type->kind() == c10::TypeKind::DictType)) return true;
   for (const auto& t : type->containedTypes())
-    if (holds_class(t)) return true;
-  return false;
-}
-// State the audit does not put back between passes (it restores tensors, int, float, bool and
-// str attributes): a list, dict or object attribute can carry one call into the next, so the number
-// of calls -- which the proof changes -- could change outputs.
-bool mutable_container(const c10::TypePtr& type) {
-  const auto k = type->kind();
-  if (k == c10::TypeKind::ListType || k == c10::TypeKind::DictType) return true;
-  if (const auto cls = type->cast<c10::ClassType>()) return !cls->is_module();
-  for (const auto& t : type->containedTypes())
-    if (mutable_container(t)) return true;
+    if (holds_class(t, containers)) return true;
   return false;
 }
 // Dropout ops: random unless their `train` argument is the constant false.
@@ -70,12 +64,16 @@ const torch::jit::Value* named_input(const torch::jit::Node* node, const std::st
   return nullptr;
 }
 
-bool constant_is(const torch::jit::Value* v, bool want_false_bool, double want_double) {
+// v is a prim::Constant false / 0.0 (null, or anything else: no).
+bool constant_false(const torch::jit::Value* v) {
   if (!v || v->node()->kind() != c10::prim::Constant) return false;
   const auto iv = torch::jit::toIValue(v);
-  if (!iv) return false;
-  if (want_false_bool) return iv->isBool() && !iv->toBool();
-  return iv->isDouble() && iv->toDouble() == want_double;
+  return iv && iv->isBool() && !iv->toBool();
+}
+bool constant_zero(const torch::jit::Value* v) {
+  if (!v || v->node()->kind() != c10::prim::Constant) return false;
+  const auto iv = torch::jit::toIValue(v);
+  return iv && iv->isDouble() && iv->toDouble() == 0.0;
 }
 
 // "" when `node` keeps train == eval, else what breaks it.
@@ -83,7 +81,7 @@ std::string blocker(const torch::jit::Node* node) {
   const c10::Symbol kind = node->kind();
   const std::string name = kind.toQualString();
   if (kind == c10::prim::GetAttr && node->s(c10::attr::name) == "training") return "it reads `training`";
-  if (kind == c10::prim::GetAttr && mutable_container(node->output()->type()))
+  if (kind == c10::prim::GetAttr && holds_class(node->output()->type(), /*containers=*/true))
     return fmt::format("it reads attribute `{}`, a {} the audit does not restore between passes",
                        node->s(c10::attr::name), node->output()->type()->annotation_str());
   if (kind == c10::prim::SetAttr) return fmt::format("it writes attribute `{}`", node->s(c10::attr::name));
@@ -104,14 +102,14 @@ std::string blocker(const torch::jit::Node* node) {
   if (!kind.is_aten()) return {};
   const std::string op = kind.toUnqualString();
   if (random_ops().count(op)) return fmt::format("it draws random numbers ({})", name);
-  if (dropout_ops().count(op) && !constant_is(named_input(node, "train"), true, 0))
+  if (dropout_ops().count(op) && !constant_false(named_input(node, "train")))
     return fmt::format("it calls {} with a train flag that is not the constant false", name);
-  if (recurrent_ops().count(op) && !constant_is(named_input(node, "train"), true, 0) &&
-      !constant_is(named_input(node, "dropout"), false, 0.0))
+  if (recurrent_ops().count(op) && !constant_false(named_input(node, "train")) &&
+      !constant_zero(named_input(node, "dropout")))
     return fmt::format("it calls {} with inter-layer dropout that is not off (train or dropout not constant)", name);
   // scaled_dot_product_attention and its kernels (_scaled_dot_product_flash_attention, ...).
   const auto* dropout_p = named_input(node, "dropout_p");  // null without a schema: sdpa is then blocked
-  if ((dropout_p || op == "scaled_dot_product_attention") && !constant_is(dropout_p, false, 0.0))
+  if ((dropout_p || op == "scaled_dot_product_attention") && !constant_zero(dropout_p))
     return fmt::format("it calls {} with a dropout_p that is not the constant 0", name);
   if (const c10::FunctionSchema* schema = node->maybeSchema())
     for (const auto& a : schema->arguments())

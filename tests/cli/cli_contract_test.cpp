@@ -195,6 +195,14 @@ std::string readme_python_block(const std::string& marker) {
   return block.substr(code_start + 10, code_end - code_start - 10);
 }
 
+// Runs `code` as snippet.py in t with Debian's python3-torch, one thread: its exit status (0 on
+// success); its output is in py.log.
+int run_python_snippet(const TempDir& t, const std::string& code) {
+  write_text(t.file("snippet.py"), code);
+  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
+  return std::system(cmd.c_str());
+}
+
 // The README's export snippet, run with Debian's python3-torch, then audited as the README says.
 TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
@@ -202,9 +210,7 @@ TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   Cli cli(t);
   const std::string block = readme_python_block("readme-audit-snippet");
   ASSERT_FALSE(block.empty()) << "no readme-audit-snippet python block in README.md";
-  write_text(t.file("snippet.py"), block);
-  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
+  ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
   for (const char* model : {"my_model.pt", "my_model_traced.pt"}) {
     auto r = cli.run({"audit", "--model", t.file(model), "--input", "tokens:100", "--seq-len", "64", "--trials", "1",
                       "--threads", "1", "--property", "20", "--json", t.file("a.json")});
@@ -223,9 +229,7 @@ TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
   Cli cli(t);
   const std::string block = readme_python_block("readme-hf-snippet");
   ASSERT_FALSE(block.empty()) << "no readme-hf-snippet python block in README.md";
-  write_text(t.file("snippet.py"), block);
-  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
+  ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
   auto r = cli.run({"audit", "--model", t.file("tiny_decoder.pt"), "--input", "input_ids=tokens:100", "--input",
                     "attention_mask=ones", "--seq-len", "32", "--trials", "1", "--threads", "1", "--json",
                     t.file("a.json")});
@@ -256,9 +260,7 @@ TEST(CliContract, ReadmeIncrementalSnippetIsConsistentAndItsOffsetBugIsCaught) {
   std::string buggy = block;
   buggy.replace(buggy.find(correct_line), correct_line.size(), "offset = 0");
   buggy.replace(buggy.find("\"cached_decoder.pt\""), 19, "\"offset_bug.pt\"");
-  write_text(t.file("snippet.py"), block + "\n" + buggy);
-  const std::string cmd = "cd '" + t.path() + "' && OMP_NUM_THREADS=1 /usr/bin/python3 snippet.py > py.log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(t.file("py.log"));
+  ASSERT_EQ(run_python_snippet(t, block + "\n" + buggy), 0) << read_text(t.file("py.log"));
   auto r = cli.run({"audit", "--model", t.file("cached_decoder.pt"), "--input", "tokens:100", "--seq-len", "32",
                     "--trials", "1", "--threads", "1", "--incremental", "--json", t.file("a.json")});
   ASSERT_EQ(r.status, 0) << show(r);
