@@ -44,10 +44,12 @@ struct SeedState {
   LoopState loop;
   std::optional<double> best_val_acc;
   int64_t best_epoch = 0;  // 1-based epoch of the best validation accuracy
+  std::optional<LogExtent> metrics_extent;  // the seed's metrics file when the checkpoint was taken
 
   json to_json() const {
     json j{{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}};
     loop.write_json(j, "examples_seen");
+    if (metrics_extent) write_log_extent(j, *metrics_extent);
     return j;
   }
   static SeedState from_json(const json& j, const std::string& where) {
@@ -56,6 +58,7 @@ struct SeedState {
     try {
       if (!j.at("best_val_acc").is_null()) s.best_val_acc = j.at("best_val_acc").get<double>();
       s.best_epoch = j.at("best_epoch").get<int64_t>();
+      s.metrics_extent = read_log_extent(j);
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
     }
@@ -418,8 +421,11 @@ class NliSeedTask : public TrainingTask {
   const RunClock& clock() const { return clock_; }
 
  private:
+  // The seed's log is synced before the checkpoint that counts its records is written.
   json meta() {
     st_.loop.elapsed = clock_.elapsed();
+    metrics_.sync();
+    st_.metrics_extent = metrics_.extent();
     json done = json::array();
     for (const auto& r : run_.completed) done.push_back(r.to_json());
     return json{{"train", to_json(run_.train)}, {"seeds", run_.seeds},    {"seed", seed_},
@@ -504,7 +510,9 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
     for (const auto& b : model->buffers()) state.push_back(b);
     dist::broadcast_tensors(state);
   }
-  if (resume_this && dist::is_main()) truncate_metrics_after(paths.metrics(seed), st.loop.step);
+  // Everything the resume needs has loaded: only now is the seed's log cut back to the checkpoint.
+  if (resume_this && dist::is_main())
+    restore_metrics_log(paths.metrics(seed), st.metrics_extent, st.loop.step, req.resume);
   JsonlLog metrics(dist::is_main() ? paths.metrics(seed) : "/dev/null", /*append=*/resume_this || !dist::is_main());
   std::cerr << fmt::format("seed {}: {}\n", seed,
                            resume_this ? fmt::format("resuming {} at step {} (epoch {}, batch {} of {})", req.resume,

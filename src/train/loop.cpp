@@ -54,6 +54,22 @@ LoopState LoopState::read_json(const json& j, const std::string& units_key, cons
   return s;
 }
 
+void write_log_extent(json& state, const LogExtent& extent) {
+  state["metrics_records"] = extent.records;
+  state["metrics_bytes"] = extent.bytes;
+}
+
+std::optional<LogExtent> read_log_extent(const json& state) {
+  if (!state.contains("metrics_bytes")) return std::nullopt;
+  return LogExtent{state.at("metrics_records").get<int64_t>(), state.at("metrics_bytes").get<int64_t>()};
+}
+
+void restore_metrics_log(const std::string& path, const std::optional<LogExtent>& extent, int64_t step,
+                         const std::string& checkpoint) {
+  const std::string note = extent ? restore_log(path, *extent, checkpoint) : truncate_metrics_after(path, step);
+  if (!note.empty()) std::cerr << note << "\n";
+}
+
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const AdamWSettings& s) {
   std::vector<at::Tensor> decay, no_decay;
   for (const auto& kv : model.named_parameters()) (kv.value().dim() >= 2 ? decay : no_decay).push_back(kv.value());
@@ -149,6 +165,7 @@ const char* loop_end_name(LoopEnd end) {
     case LoopEnd::kUnitLimit: return "max_tokens";
     case LoopEnd::kTimeBudget: return "time_budget";
     case LoopEnd::kInterrupted: return "interrupted";
+    case LoopEnd::kPatience: return "patience";
   }
   return "completed";
 }
@@ -170,6 +187,9 @@ LoopEnd run_training_loop(const LoopSettings& cfg, TrainingTask& task, torch::nn
   int64_t session_steps = 0;
   int64_t order_epoch = -1;
   while (st.epoch < cfg.epochs) {
+    // Before an epoch starts (also the first one of a resumed session, whose checkpoint may have
+    // been written just after the validation that exhausted the patience).
+    if (st.batch_in_epoch == 0 && task.patience_exhausted()) return LoopEnd::kPatience;
     if (order_epoch != st.epoch) {
       task.begin_epoch(st.epoch);
       order_epoch = st.epoch;
@@ -215,7 +235,8 @@ LoopEnd run_training_loop(const LoopSettings& cfg, TrainingTask& task, torch::nn
       const double eta = static_cast<double>(std::max<int64_t>(cfg.last_step - st.step, 0)) * recent_step_seconds;
       progress.update(st.step, st.epoch_float(), loss, lr,
                       static_cast<double>(sl.tokens) / std::max(recent_step_seconds, 1e-9), eta);
-      if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) task.save_last();
+      // The epoch's last step is saved once, after its validation (just below).
+      if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0 && st.batch_in_epoch < spe) task.save_last();
     }
     // Epoch end: validation, then on to the next epoch with last.ckpt written.
     if (!task.validate()) return LoopEnd::kInterrupted;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -43,6 +44,18 @@ struct LoopState {
   void write_json(nlohmann::json& j, const std::string& units_key) const;
   static LoopState read_json(const nlohmann::json& j, const std::string& units_key, const std::string& where);
 };
+
+// The metrics log's extent in a checkpoint's meta["state"] ("metrics_records", "metrics_bytes"),
+// taken after a sync so the log on disk holds at least that much whenever the checkpoint exists.
+void write_log_extent(nlohmann::json& state, const LogExtent& extent);
+// nullopt for checkpoints written before the extent was saved.
+std::optional<LogExtent> read_log_extent(const nlohmann::json& state);
+
+// Restores a resumed run's metrics log (rank 0 only, after everything the resume needs has
+// loaded): to the checkpoint's extent, or for a checkpoint without one by the old rule (records
+// with "step" <= step). Prints what was cut in one line.
+void restore_metrics_log(const std::string& path, const std::optional<LogExtent>& extent, int64_t step,
+                         const std::string& checkpoint);
 
 // AdamW hyper-parameters; weight decay applies to matrices and embeddings (dim >= 2), not to
 // biases and LayerNorm gains (the GPT-2 / nanoGPT split).
@@ -84,6 +97,8 @@ class TrainingTask {
   virtual StepLoss step_loss(int64_t index) = 0;
   // Epoch-end validation; false when a signal interrupted it.
   virtual bool validate() = 0;
+  // True when the task's early-stopping rule ends the run before the next epoch starts.
+  virtual bool patience_exhausted() const { return false; }
   // The "train" metrics record for the window that just ended (lr: the last step's).
   virtual nlohmann::json train_record(const LogWindow& window, double lr) = 0;
   // Writes checkpoints/last.ckpt (the task's archive format and meta).
@@ -115,6 +130,7 @@ enum class LoopEnd {
   kUnitLimit,    // max_units reached (mid-epoch: nothing validated since the last epoch end)
   kTimeBudget,   // the time budget would not leave room for another step and the closing evaluations
   kInterrupted,  // a signal; the caller saves last.ckpt and says how to resume
+  kPatience,     // validation stopped improving (the task's patience_exhausted) at an epoch end
 };
 
 // Runs steps from `state` on until the epochs, the unit limit or a signal end it. The caller
@@ -122,7 +138,7 @@ enum class LoopEnd {
 LoopEnd run_training_loop(const LoopSettings& settings, TrainingTask& task, torch::nn::Module& model,
                           torch::optim::AdamW& optimizer, LoopState& state, JsonlLog& metrics, Progress& progress);
 
-// "completed", "max_tokens", "time_budget" or "interrupted" (summary.json "stopped_by").
+// "completed", "max_tokens", "time_budget", "interrupted" or "patience" (summary.json "stopped_by").
 const char* loop_end_name(LoopEnd end);
 
 // Wall time of a run across sessions: the seconds recorded in the checkpoint plus this session's.

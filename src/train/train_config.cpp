@@ -28,6 +28,9 @@ const std::vector<Field<TrainConfig>>& train_config_fields() {
       {"seed", &C::seed, any_value(), "seed", "random seed (init, dropout, data order, audit)"},
       {"max_tokens", &C::max_tokens, at_least(0, "0 = no limit"), "max-tokens",
        "stop after this many training tokens (0 = no limit)"},
+      {"patience", &C::patience, at_least(0, "0 = off"), "patience",
+       "stop when validation perplexity has not improved for K epochs (0 = off; the LR schedule still spans "
+       "--epochs)"},
       {"log_every", &C::log_every, at_least(1)},
       {"checkpoint_every", &C::checkpoint_every, at_least(0)},
       {"eval_batch", &C::eval_batch, at_least(1)},

@@ -32,6 +32,10 @@ struct TrainConfig {
   double clip = 1.0;              // global gradient-norm clip; 0 = off
   uint64_t seed = 1234;
   int64_t max_tokens = 0;         // stop once this many training tokens were seen; 0 = no limit
+  // Early stopping: stop after `patience` epoch-end validations in a row without a new best
+  // validation loss; 0 = off. Only epoch-end validations count, so a run stopped by its time
+  // budget (validated mid-epoch) stops at the same epoch as an uninterrupted one.
+  int64_t patience = 0;
   int64_t log_every = 50;         // a "train" metrics line every k steps
   int64_t checkpoint_every = 0;   // also write last.ckpt every k steps; 0 = at epoch ends only
   int64_t eval_batch = 32;

@@ -65,13 +65,23 @@ struct LmRunState {
   int64_t best_step = -1;
   double best_epoch = 0;
   int64_t last_eval_step = -1;  // step of the last validation evaluation
+  // Early stopping (--patience) counts epoch-end validations only: the best loss among them and
+  // how many in a row have not beaten it.
+  std::optional<double> epoch_end_best_loss;
+  int64_t epochs_without_improvement = 0;
+  // What metrics.jsonl held when the checkpoint was taken (nullopt: a checkpoint from before
+  // the extent was recorded; its resume falls back to the step rule).
+  std::optional<LogExtent> metrics_extent;
 
   json to_json() const {
     json j{{"best_valid_loss", best_valid_loss ? json(*best_valid_loss) : json(nullptr)},
            {"best_step", best_step},
            {"best_epoch", best_epoch},
-           {"last_eval_step", last_eval_step}};
+           {"last_eval_step", last_eval_step},
+           {"epoch_end_best_loss", epoch_end_best_loss ? json(*epoch_end_best_loss) : json(nullptr)},
+           {"epochs_without_improvement", epochs_without_improvement}};
     loop.write_json(j, "tokens_seen");
+    if (metrics_extent) write_log_extent(j, *metrics_extent);
     return j;
   }
   static LmRunState from_json(const json& j, const std::string& where) {
@@ -82,6 +92,16 @@ struct LmRunState {
       s.best_step = j.at("best_step").get<int64_t>();
       s.best_epoch = j.at("best_epoch").get<double>();
       s.last_eval_step = j.at("last_eval_step").get<int64_t>();
+      // Checkpoints written before early stopping existed: their best is the epoch-end best
+      // when it was taken at an epoch end (the runs of that time validated only there).
+      if (j.contains("epoch_end_best_loss")) {
+        if (!j.at("epoch_end_best_loss").is_null()) s.epoch_end_best_loss = j.at("epoch_end_best_loss").get<double>();
+        s.epochs_without_improvement = j.at("epochs_without_improvement").get<int64_t>();
+      } else if (s.best_valid_loss) {
+        s.epoch_end_best_loss = s.best_valid_loss;
+        s.epochs_without_improvement = std::max<int64_t>(0, s.loop.epoch - std::llround(s.best_epoch));
+      }
+      s.metrics_extent = read_log_extent(j);
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
     }
@@ -170,9 +190,9 @@ struct RunPaths {
   std::string out, metrics, last, best;
 };
 
-// Creates the output folder, refuses to overwrite another run, removes temporaries of killed
-// writers and, on resume, drops metrics written after the checkpoint.
-RunPaths prepare_out_dir(const TrainRequest& req, bool resuming, int64_t resume_step) {
+// Creates the output folder, refuses to overwrite another run and removes temporaries of killed
+// writers. (A resume restores metrics.jsonl only once everything it needs has loaded.)
+RunPaths prepare_out_dir(const TrainRequest& req, bool resuming) {
   RunPaths p{req.out_dir, req.out_dir + "/metrics.jsonl", req.out_dir + "/checkpoints/last.ckpt",
              req.out_dir + "/checkpoints/best.ckpt"};
   if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
@@ -185,8 +205,12 @@ RunPaths prepare_out_dir(const TrainRequest& req, bool resuming, int64_t resume_
   for (const auto& dir : {p.out, p.out + "/checkpoints"})
     for (const auto& stale : remove_stale_temp_files(dir))
       std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
-  if (resuming) truncate_metrics_after(p.metrics, resume_step);
   return p;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);
 }
 
 // The gate's verdict beside every perplexity in metrics.jsonl.
@@ -210,6 +234,7 @@ class LmTask : public TrainingTask {
         autocast_device_(device.type()),
         last_good_(run.resuming ? req.resume : std::string()),
         last_good_step_(run.resuming ? run.state.loop.step : -1),
+        saved_metrics_bytes_(run.resuming && same_file(req.resume, paths.last) ? metrics.extent().bytes : -1),
         session_inputs_{{}, req.device, dist::world_size(), cuda_precision_name(req.precision)},
         session_first_step_(run.state.loop.step) {}
 
@@ -262,6 +287,7 @@ class LmTask : public TrainingTask {
     metrics_.write_record(line);
     run_.state.last_eval_step = st.step;
     std::cerr << fmt::format("epoch {:.2f} step {}: {}\n", st.epoch_float(), st.step, describe_ppl("valid", ppl, g->audit));
+    if (st.batch_in_epoch == st.steps_per_epoch) count_patience(g->stats.loss);
     if (!run_.state.best_valid_loss || g->stats.loss < *run_.state.best_valid_loss) {
       run_.state.best_valid_loss = g->stats.loss;
       run_.state.best_step = st.step;
@@ -269,6 +295,10 @@ class LmTask : public TrainingTask {
       if (dist::is_main()) save_checkpoint(paths_.best, model_, &optimizer_, meta());
     }
     return true;
+  }
+
+  bool patience_exhausted() const override {
+    return cfg_.patience > 0 && run_.state.epochs_without_improvement >= cfg_.patience;
   }
 
   json train_record(const LogWindow& w, double lr) override {
@@ -285,9 +315,13 @@ class LmTask : public TrainingTask {
       throw std::runtime_error(fmt::format("the weights after step {} are not finite; not saving them (last good "
                                            "checkpoint: {})",
                                            step, last_good_.empty() ? "none" : last_good_));
+    // Nothing new since the newest last.ckpt (the closing phase right after an epoch end, or a
+    // resumed run that had finished training): it stays as it is.
+    if (step == last_good_step_ && !last_good_.empty() && metrics_.extent().bytes == saved_metrics_bytes_) return;
     if (dist::is_main()) save_checkpoint(paths_.last, model_, &optimizer_, meta());
     last_good_ = paths_.last;
     last_good_step_ = step;
+    saved_metrics_bytes_ = metrics_.extent().bytes;
   }
 
   [[noreturn]] void diverged(int64_t failed, double loss, double lr) override {
@@ -335,8 +369,24 @@ class LmTask : public TrainingTask {
   JsonlLog& metrics() { return metrics_; }
 
  private:
+  void count_patience(double loss) {
+    LmRunState& s = run_.state;
+    if (!s.epoch_end_best_loss || loss < *s.epoch_end_best_loss) {
+      s.epoch_end_best_loss = loss;
+      s.epochs_without_improvement = 0;
+    } else {
+      ++s.epochs_without_improvement;
+      if (cfg_.patience > 0)
+        std::cerr << fmt::format("no improvement on the best epoch-end validation for {} of {} epochs (--patience)\n",
+                                 s.epochs_without_improvement, cfg_.patience);
+    }
+  }
+
+  // The log is synced before the checkpoint that counts its records is written (and renamed).
   json meta() {
     run_.state.loop.elapsed = clock_.elapsed();
+    metrics_.sync();
+    run_.state.metrics_extent = metrics_.extent();
     return json{{"train", to_json(cfg_)},
                 {"state", run_.state.to_json()},
                 {"preset", run_.preset},
@@ -361,6 +411,7 @@ class LmTask : public TrainingTask {
   std::string last_good_;
   int64_t last_good_step_;
   double last_validation_seconds_ = 0;
+  int64_t saved_metrics_bytes_;  // metrics.jsonl's bytes when paths_.last was last written (-1: unknown)
   ProvenanceInputs session_inputs_;  // no data hashes: a session record names code and command
   int64_t session_first_step_;
 };
@@ -397,6 +448,7 @@ json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& pa
   s["epochs"] = static_cast<double>(st.loop.units_seen) / static_cast<double>(data.train.num_blocks * data.L);
   s["epochs_planned"] = run.train.epochs;
   s["stopped_by"] = loop_end_name(end);
+  if (run.train.patience > 0) s["patience"] = run.train.patience;
   if (req.time_budget_seconds > 0) s["time_budget_seconds"] = req.time_budget_seconds;
   s["steps"] = st.loop.step;
   s["tokens_seen"] = st.loop.units_seen;
@@ -578,7 +630,7 @@ TrainOutcome run_training(const TrainRequest& req) {
       json{{"model", to_json(run.model)}, {"train", to_json(run.train)}, {"data", data.data_sha256},
            {"resume_step", run.state.loop.step}, {"device", req.device}, {"preset", run.preset}}
           .dump());
-  const RunPaths paths = prepare_out_dir(req, run.resuming, run.state.loop.step);
+  const RunPaths paths = prepare_out_dir(req, run.resuming);
   // Everything the run needs has been read and checked: only now the runtime banner, so a bad
   // input ends in its one error line alone.
   if (req.print_banner) std::cerr << runtime_banner();
@@ -602,6 +654,9 @@ TrainOutcome run_training(const TrainRequest& req) {
   if (run.resuming) {
     load_optimizer_and_rng(req.resume, *optimizer);  // also the global CPU RNG state (dropout)
     move_optimizer_state(*optimizer, device);
+    // Everything the resume needs has loaded: only now is metrics.jsonl cut back to the checkpoint.
+    if (dist::is_main())
+      restore_metrics_log(paths.metrics, run.state.metrics_extent, run.state.loop.step, req.resume);
   }
   {
     // Data-parallel: every rank starts from rank 0's weights (they are equal by construction,
@@ -650,6 +705,10 @@ TrainOutcome run_training(const TrainRequest& req) {
   const LoopEnd end = run_training_loop(loop, task, *model, *optimizer, st, metrics, progress);
   progress.break_line();
   if (end == LoopEnd::kInterrupted) return interrupted_outcome(task, st, paths);
+  if (end == LoopEnd::kPatience)
+    std::cerr << fmt::format("patience: validation has not improved for {} epochs; stopped after epoch {} (best: "
+                             "epoch {:.0f})\n",
+                             t.patience, st.epoch, run.state.best_epoch);
   if (end == LoopEnd::kTimeBudget)
     std::cerr << fmt::format("time budget of {:g} s: training stopped at step {} (epoch {:.3f} of {}), leaving time "
                              "for the closing audit and evaluations\n",

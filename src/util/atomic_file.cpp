@@ -13,21 +13,13 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/write_points.h"
 
 namespace grassaudit {
 namespace {
 
 std::string temp_path_for(const std::string& path) {
   return path + ".tmp." + std::to_string(::getpid());
-}
-
-void fsync_path(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw InputError("cannot reopen " + path + ": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) throw InputError("cannot sync " + path + ": " + std::strerror(err));
 }
 
 }  // namespace
@@ -49,8 +41,10 @@ void write_file_atomic_with(const std::string& path,
   }
   const std::string tmp = temp_path_for(path);
   try {
+    write_point(WritePoint::kWrite, tmp);
     write(tmp);
-    fsync_path(tmp);
+    fsync_file(tmp);
+    write_point(WritePoint::kRename, path);
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
       throw InputError("cannot write " + path + ": " + std::strerror(errno));
     }
@@ -58,6 +52,9 @@ void write_file_atomic_with(const std::string& path,
     std::remove(tmp.c_str());
     throw;
   }
+  // The rename is durable once the folder's entry is: without this a power loss can bring back
+  // the old file (or none) beside newer files that were synced after it.
+  fsync_dir(parent_dir_of(path));
 }
 
 void check_output_path(const std::string& path, const std::string& flag) {

@@ -1,5 +1,6 @@
 #pragma once
-// Nothing written is ever left half-written: write to "<path>.tmp.<pid>", flush, fsync, rename.
+// Nothing written is ever left half-written: write to "<path>.tmp.<pid>", fsync it, rename it onto
+// the real name, fsync the folder (each step a util/write_points.h point).
 #include <functional>
 #include <iosfwd>
 #include <string>

@@ -154,8 +154,9 @@ class Cli {
     fs::remove_all(io, ec);
     return r;
   }
-  Process start(const std::vector<std::string>& args) const {
-    return spawn(args, dir_ + "/io-" + std::to_string(++counter_), cache());
+  Process start(const std::vector<std::string>& args,
+                const std::vector<std::pair<std::string, std::string>>& env = {}) const {
+    return spawn(args, dir_ + "/io-" + std::to_string(++counter_), cache(), env);
   }
   std::string cache() const { return dir_ + "/cache"; }
 
