@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
+#include "nli/nli_checkpoint.h"
 #include "train/train_config.h"
 #include "util/error.h"
 
@@ -80,6 +81,19 @@ bool checkpoint_loads(const std::string& path, std::string* why, bool* all_finit
 std::string loaded_weights_hash(const std::string& path) {
   try {
     LoadedCheckpoint ck = load_checkpoint(path);
+    return weights_sha256(*ck.model);
+  } catch (const InputError&) {
+    return "";
+  }
+}
+
+}  // namespace grassaudit::clitest
+
+namespace grassaudit::clitest {
+
+std::string loaded_nli_weights_hash(const std::string& path) {
+  try {
+    LoadedNliCheckpoint ck = load_nli_checkpoint(path);
     return weights_sha256(*ck.model);
   } catch (const InputError&) {
     return "";

@@ -36,3 +36,8 @@ namespace grassaudit::clitest {
 // SHA-256 of the weights the library loads from `path` ("" if it does not load).
 std::string loaded_weights_hash(const std::string& path);
 }  // namespace grassaudit::clitest
+
+namespace grassaudit::clitest {
+// The same for an SNLI (train-nli) checkpoint.
+std::string loaded_nli_weights_hash(const std::string& path);
+}  // namespace grassaudit::clitest

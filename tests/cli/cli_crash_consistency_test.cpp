@@ -1,48 +1,52 @@
 // Crash consistency of training runs: a run killed (SIGKILL: no handler, no flush) at ANY
 // durable-write point, then resumed (or started again where no checkpoint existed yet), ends with
-// exactly the uninterrupted run's files: metrics.jsonl record for record, the final weights,
-// summary.json and the audit verdict. Every point is killed once (first pass), and once more with
-// the resume itself killed at its own point of the same number (second pass). last.ckpt loads
-// after every kill.
+// exactly the uninterrupted run's files: the metrics log(s) record for record, the final weights,
+// summary.json and the audit verdict. Each pass kills every point: the first resumes once, the
+// second kills the resume too, at its own point of the same number. The last checkpoint loads
+// after every kill. Both trainers: the language model and SNLI.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_crash_points.h"
 #include "cli_training_runs.h"
+#include "support/test_support_common.h"
 
 namespace grassaudit::clitest {
 namespace {
 
 using nlohmann::json;
 
-// Two short epochs (5 steps each), train records and last.ckpt at epoch ends only: a run with few
-// write points, each kind of which a longer run repeats.
-json few_points_config() {
-  json c = tiny_config();
-  c["train"]["checkpoint_every"] = 0;
-  c["train"]["log_every"] = 1000;
-  return c;
-}
+// A trainer's command for one output folder, and how its checkpoints are read.
+struct Command {
+  std::function<std::vector<std::string>(const std::string& out)> fresh, resume;
+  std::function<std::string(const std::string& checkpoint)> weights_hash;  // "" when it does not load
+};
 
 // What a finished run wrote, without what depends on the session (wall times, rates, the
 // sessions' provenance).
 struct RunFiles {
-  std::vector<std::string> records;
-  std::string final_weights;
-  std::string summary;
-  std::string audit;
+  std::vector<std::string> records;  // every metrics*.jsonl, in name order
+  std::string final_weights, summary, audit;
 
-  static RunFiles of(const std::string& out) {
+  static RunFiles of(const std::string& out, const Command& cmd) {
     RunFiles f;
-    for (const auto& line : lines_of(read_text(out + "/metrics.jsonl"))) {
-      json j = json::parse(line);
-      for (const char* k : {"elapsed", "tokens_per_second", "examples_per_second"}) j.erase(k);
-      f.records.push_back(j.dump());
-    }
-    f.final_weights = loaded_weights_hash(out + "/checkpoints/last.ckpt");
+    std::vector<std::string> logs;
+    for (const auto& name : list_files(out))
+      if (name.rfind("metrics", 0) == 0 && name.find(".jsonl") != std::string::npos) logs.push_back(name);
+    std::sort(logs.begin(), logs.end());
+    for (const auto& log : logs)
+      for (const auto& line : lines_of(read_text(out + "/" + log))) {
+        json j = json::parse(line);
+        for (const char* k : {"elapsed", "tokens_per_second", "examples_per_second"}) j.erase(k);
+        f.records.push_back(log + " " + j.dump());
+      }
+    f.final_weights = cmd.weights_hash(out + "/checkpoints/last.ckpt");
     json s = json::parse(read_text(out + "/summary.json"));
     for (const char* k : {"wall_seconds", "train_seconds", "tokens_per_second", "provenance", "allreduce_seconds",
                           "wall_seconds_per_seed"})
@@ -57,25 +61,26 @@ struct RunFiles {
   }
 };
 
-::testing::AssertionResult SameFiles(const RunFiles& got, const RunFiles& want, const std::string& what) {
+::testing::AssertionResult SameFiles(const RunFiles& got, const RunFiles& want) {
   auto r = SameRecords(got.records, want.records);
-  if (!r) return r << what;
+  if (!r) return r;
   if (got.final_weights != want.final_weights || got.final_weights.empty())
-    return ::testing::AssertionFailure() << what << ": final weights differ (" << got.final_weights << " vs "
+    return ::testing::AssertionFailure() << "final weights differ (" << got.final_weights << " vs "
                                          << want.final_weights << ")";
   if (got.summary != want.summary)
-    return ::testing::AssertionFailure() << what << ": summary.json differs\n" << got.summary << "\nwant\n" << want.summary;
-  if (got.audit != want.audit) return ::testing::AssertionFailure() << what << ": audit differs " << got.audit;
+    return ::testing::AssertionFailure() << "summary.json differs\n" << got.summary << "\nwant\n" << want.summary;
+  if (got.audit != want.audit) return ::testing::AssertionFailure() << "audit differs " << got.audit;
   return ::testing::AssertionSuccess();
 }
 
-// A command's fresh and resume forms for one output folder.
-struct Command {
-  std::function<std::vector<std::string>(const std::string& out)> fresh, resume;
-};
+::testing::AssertionResult CheckpointLoadsIfPresent(const std::string& out, const Command& cmd) {
+  const std::string ck = out + "/checkpoints/last.ckpt";
+  if (!fs::exists(ck) || !cmd.weights_hash(ck).empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << ck << " does not load";
+}
 
 // Ends the run in `out` as a user would after a kill: resume from last.ckpt, or start again when
-// the kill came before the first checkpoint.
+// the kill came before the first checkpoint. With `env` (a kill switch) it may be killed again.
 ::testing::AssertionResult FinishAfterKill(const Cli& cli, const Command& cmd, const std::string& out,
                                            const EnvList& env = {}) {
   const bool have_ckpt = fs::exists(out + "/checkpoints/last.ckpt");
@@ -85,45 +90,121 @@ struct Command {
   return ::testing::AssertionFailure() << (have_ckpt ? "resume" : "fresh start") << " failed\n" << show(r);
 }
 
-// Both passes over every write point of `cmd`.
-void kill_at_every_point(const TempDir& t, const Cli& cli, const Command& cmd) {
-  const std::string ref = t.file("ref");
-  RunResult r;
+// One pass over every write point of `cmd`; pass 2 kills the resume too.
+void kill_at_every_point(const TempDir& t, const Cli& cli, const Command& cmd, int pass) {
+  // A first run fills the token cache, so every later run reaches the same points. The runs
+  // compared are all called "run" (a summary names its run by the folder).
+  RunResult r = cli.run(cmd.fresh(t.file("warm/run")), 120);
+  ASSERT_EQ(r.status, 0) << show(r);
+  const std::string ref = t.file("ref/run");
   const auto points = record_write_points(cli, cmd.fresh(ref), t.file("points.txt"), &r);
   ASSERT_EQ(r.status, 0) << show(r);
-  const RunFiles want = RunFiles::of(ref);
+  const RunFiles want = RunFiles::of(ref, cmd);
   ASSERT_GE(points.size(), 20u) << "too few write points recorded";
-  RecordProperty("write_points", static_cast<int>(points.size()));
-  const int n_points = static_cast<int>(points.size());
-  for (int pass = 1; pass <= 2; ++pass) {
-    for (int n = 1; n <= n_points; ++n) {
-      const std::string what = "pass " + std::to_string(pass) + ", killed at point " + points[n - 1];
-      SCOPED_TRACE(what);
-      const std::string out = t.file("kill");
-      fs::remove_all(out);
-      bool killed = false;
-      ASSERT_TRUE(KilledAt(cli, cmd.fresh(out), n, &killed));
-      ASSERT_TRUE(killed) << "the uninterrupted run reached this point, so this one must";
-      ASSERT_TRUE(LastCheckpointLoads(out));
-      if (pass == 2) {  // the resume killed too, at its own n-th point (if it gets there)
-        ASSERT_TRUE(FinishAfterKill(cli, cmd, out, kill_at(n)));
-        ASSERT_TRUE(LastCheckpointLoads(out));
-      }
-      ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
-      if (!fs::exists(out + "/summary.json"))  // the second pass's resume may end before its kill
-        ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
-      ASSERT_TRUE(SameFiles(RunFiles::of(out), want, what));
-      EXPECT_TRUE(NoTempFiles(out));
+  ::testing::Test::RecordProperty("write_points", static_cast<int>(points.size()));
+  for (int n = 1; n <= static_cast<int>(points.size()); ++n) {
+    SCOPED_TRACE("pass " + std::to_string(pass) + ", killed at point " + points[n - 1]);
+    const std::string out = t.file("kill/run");
+    fs::remove_all(out);
+    bool killed = false;
+    ASSERT_TRUE(KilledAt(cli, cmd.fresh(out), n, &killed));
+    ASSERT_TRUE(killed) << "the uninterrupted run reached this point, so this one must";
+    ASSERT_TRUE(CheckpointLoadsIfPresent(out, cmd));
+    if (pass == 2) {
+      ASSERT_TRUE(FinishAfterKill(cli, cmd, out, kill_at(n)));
+      ASSERT_TRUE(CheckpointLoadsIfPresent(out, cmd));
     }
+    ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
+    if (!fs::exists(out + "/summary.json")) ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
+    ASSERT_TRUE(SameFiles(RunFiles::of(out, cmd), want));
+    EXPECT_TRUE(NoTempFiles(out));
   }
+}
+
+// ---- the language model: two epochs of 6 steps, train records and last.ckpt at epoch ends ----
+
+json few_points_config() {
+  json c = tiny_config();
+  c["train"]["checkpoint_every"] = 0;
+  c["train"]["log_every"] = 1000;
+  return c;
+}
+
+Command lm_command(const TrainingFixture& f) {
+  return {[&f](const std::string& out) { return f.fresh(out); }, [&f](const std::string& out) { return f.resume(out); },
+          [](const std::string& ck) { return loaded_weights_hash(ck); }};
 }
 
 TEST(CliCrashConsistency, LmRunKilledAtEveryWritePointResumesToTheSameFiles) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TrainingFixture f(40, few_points_config(), 30);
-  Command cmd{[&](const std::string& out) { return f.fresh(out); },
-              [&](const std::string& out) { return f.resume(out); }};
-  kill_at_every_point(f.t, f.cli, cmd);
+  kill_at_every_point(f.t, f.cli, lm_command(f), 1);
+}
+
+TEST(CliCrashConsistency, LmRunKilledAgainDuringItsResume) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TrainingFixture f(40, few_points_config(), 30);
+  kill_at_every_point(f.t, f.cli, lm_command(f), 2);
+}
+
+// ---- SNLI: two seeds of one epoch on the first pairs of the shared dev and test splits ----
+
+// The first `pairs` lines of a gzip file, gzipped again.
+void copy_first_lines(const std::string& from, const std::string& to, int pairs) {
+  gzFile in = gzopen(from.c_str(), "rb");
+  ASSERT_NE(in, nullptr) << from;
+  fs::create_directories(fs::path(to).parent_path());
+  gzFile out = gzopen(to.c_str(), "wb");
+  ASSERT_NE(out, nullptr) << to;
+  char line[1 << 16];
+  for (int i = 0; i < pairs && gzgets(in, line, sizeof line); ++i) gzputs(out, line);
+  gzclose(in);
+  gzclose(out);
+}
+
+// A small SNLI folder (the shared BERT vocabulary, 60 pairs of dev and test), or "" without the
+// shared data.
+std::string small_snli(const TempDir& t) {
+  const std::string shared = ::grassaudit::testing::find_shared_data_dir({"snli/snli_1.0_dev.jsonl.gz"});
+  if (shared.empty()) return "";
+  const std::string root = t.file("snli-data");
+  for (const char* split : {"dev", "test"})
+    copy_first_lines(shared + "/snli/snli_1.0_" + std::string(split) + ".jsonl.gz",
+                     root + "/snli/snli_1.0_" + split + ".jsonl.gz", 60);
+  fs::create_directories(root + "/bert-base-uncased");
+  fs::copy(shared + "/bert-base-uncased/vocab.txt", root + "/bert-base-uncased/vocab.txt");
+  return root;
+}
+
+Command nli_command(const std::string& data) {
+  return {[data](const std::string& out) {
+            return std::vector<std::string>{"train-nli", "--head", "grassmann", "--data-dir", data, "--out", out,
+                                            "--epochs", "1", "--seeds", "1,2", "--batch", "8", "--lr", "2e-3",
+                                            "--log-every", "1000", "--threads", "1"};
+          },
+          [data](const std::string& out) {
+            return std::vector<std::string>{"train-nli", "--resume", out + "/checkpoints/last.ckpt", "--data-dir",
+                                            data, "--threads", "1"};
+          },
+          [](const std::string& ck) { return loaded_nli_weights_hash(ck); }};
+}
+
+TEST(CliCrashConsistency, SnliRunKilledAtEveryWritePointResumesToTheSameFiles) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string data = small_snli(t);
+  if (data.empty()) GTEST_SKIP() << "shared SNLI data absent";
+  kill_at_every_point(t, cli, nli_command(data), 1);
+}
+
+TEST(CliCrashConsistency, SnliRunKilledAgainDuringItsResume) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string data = small_snli(t);
+  if (data.empty()) GTEST_SKIP() << "shared SNLI data absent";
+  kill_at_every_point(t, cli, nli_command(data), 2);
 }
 
 }  // namespace

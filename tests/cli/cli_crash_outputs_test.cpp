@@ -37,7 +37,7 @@ void kill_outputs_at_every_point(const TempDir& t, const Cli& cli, const std::ve
   const auto points = record_write_points(cli, args, t.file("points.txt"), &r);
   ASSERT_EQ(r.status, 0) << show(r);
   ASSERT_FALSE(points.empty());
-  RecordProperty("write_points", static_cast<int>(points.size()));
+  ::testing::Test::RecordProperty("write_points", static_cast<int>(points.size()));
   std::map<std::string, std::string> want;
   for (const auto& p : outputs) want[p] = read_text(p);
   for (int n = 1; n <= static_cast<int>(points.size()); ++n) {
@@ -76,6 +76,7 @@ TEST(CliCrashOutputs, ReportFilesAreOldOrNewAtEveryKill) {
   Cli cli(t);
   const std::string src = GRASSAUDIT_SOURCE_DIR;
   // Two runs (a causal and a leaky one) keep the report small: a table, three figures.
+  fs::create_directories(t.file("runs"));
   for (const char* run : {"cpu-small-wordpiece-past-seed1", "cpu-small-wordpiece-future-seed1"})
     fs::copy(src + "/reports/runs/" + run, t.file(std::string("runs/") + run), fs::copy_options::recursive);
   const std::string out = t.file("report");

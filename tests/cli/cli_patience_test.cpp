@@ -44,7 +44,7 @@ std::vector<std::string> epoch_end_validations(const std::string& out) {
 
 TEST(CliPatience, StopsWhenValidationStopsImproving) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
-  TrainingFixture f(60, overfitting_config(), 30);
+  TrainingFixture f(120, overfitting_config(), 30);
   const std::string out = f.t.file("run");
   auto r = f.cli.run(f.fresh(out));
   ASSERT_EQ(r.status, 0) << show(r);
@@ -64,16 +64,17 @@ TEST(CliPatience, StopsWhenValidationStopsImproving) {
 
 TEST(CliPatience, ARunCutByItsTimeBudgetStopsAtTheSameEpoch) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
-  TrainingFixture f(60, overfitting_config(), 30);
+  TrainingFixture f(120, overfitting_config(), 30);
   const std::string ref = f.t.file("ref");
   auto r = f.cli.run(f.fresh(ref));
   ASSERT_EQ(r.status, 0) << show(r);
   const auto expected = epoch_end_validations(ref);
 
-  // Sessions of a third of the whole run's time: each ends by its budget (closing validation,
-  // test figure, summary) and the next resumes it. A session that made no step gets twice the time.
+  // Sessions of a quarter second (the training steps of an epoch or two): each ends by its budget
+  // (closing validation, test figure, summary) and the next resumes it. A session that made no
+  // step gets twice the time.
   const std::string out = f.t.file("cut");
-  double budget = std::max(1.5, r.seconds / 3);
+  double budget = 0.25;
   int sessions = 0;
   int64_t steps_before = -1;
   std::string stopped_by;
