@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -205,6 +206,73 @@ TEST(CliCrashConsistency, SnliRunKilledAgainDuringItsResume) {
   const std::string data = small_snli(t);
   if (data.empty()) GTEST_SKIP() << "shared SNLI data absent";
   kill_at_every_point(t, cli, nli_command(data), 2);
+}
+
+}  // namespace
+}  // namespace grassaudit::clitest
+
+namespace grassaudit::clitest {
+namespace {
+
+// "step loss" of every train record past `after` and every epoch-end validation.
+std::vector<std::string> losses_after(const std::string& out, int64_t after) {
+  std::vector<std::string> v;
+  for (const auto& line : lines_of(read_text(out + "/metrics.jsonl"))) {
+    const json j = json::parse(line);
+    const int64_t step = j["step"].get<int64_t>();
+    const double epoch = j["epoch"].get<double>();
+    const bool epoch_end_valid = j.value("split", "") == "valid" && epoch == std::floor(epoch);
+    if ((j["type"] == "train" && step > after) || epoch_end_valid) v.push_back(std::to_string(step) + " " + j["loss"].dump());
+  }
+  return v;
+}
+
+// A checkpoint from before the log's extent was recorded resumes by the old rule: records up to
+// its step kept, the test figure and a torn last line cut (said so), and training goes on to the
+// uninterrupted run's losses.
+TEST(CliCrashConsistency, ACheckpointWrittenByTheOldCodeStillResumes) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string fixture_dir = fixture("old-format-run");
+  const std::string data = fixture_dir + "/data";
+  fs::copy(fixture_dir + "/run", t.file("old"), fs::copy_options::recursive);
+  const std::string old_log = read_text(t.file("old/metrics.jsonl"));
+  ASSERT_EQ(lines_of(old_log).size(), 4u);
+  write_text(t.file("old/metrics.jsonl"), old_log + "{\"type\": \"train\", \"st");  // a kill mid-append
+  auto r = cli.run({"train", "--resume", t.file("old/checkpoints/last.ckpt"), "--data-dir", data, "--allow-other-data",
+                    "--threads", "1", "--max-tokens", "0"});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_NE(r.err.find("cut a torn last line"), std::string::npos) << show(r);
+  const auto resumed = lines_of(read_text(t.file("old/metrics.jsonl")));
+  ASSERT_GE(resumed.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(resumed[i], lines_of(old_log)[i]) << "kept as written";
+  int tests = 0;
+  for (const auto& line : resumed) tests += json::parse(line).value("split", "") == "test";
+  EXPECT_EQ(tests, 1) << "the old test figure is cut, the new one written once";
+
+  r = cli.run({"train", "--config", fixture_dir + "/config.json", "--data-dir", data, "--allow-other-data", "--out",
+               t.file("fresh"), "--threads", "1"});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_EQ(losses_after(t.file("old"), 6), losses_after(t.file("fresh"), 6));
+}
+
+// Damage that is not a torn last line is an error naming the file and line, before anything is cut.
+TEST(CliCrashConsistency, ADamagedRecordInsideTheCheckpointsExtentIsAnError) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TrainingFixture f(40, few_points_config(), 30);
+  const std::string out = f.t.file("run");
+  auto r = f.cli.run(f.fresh(out));
+  ASSERT_EQ(r.status, 0) << show(r);
+  auto lines = lines_of(read_text(out + "/metrics.jsonl"));
+  ASSERT_GE(lines.size(), 3u);
+  lines[1] = lines[1].substr(0, lines[1].size() / 2);  // same place, half a record
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  write_text(out + "/metrics.jsonl", text);
+  r = f.cli.run(f.resume(out));
+  EXPECT_TRUE(IsOneLineError(r, "train", {out + "/metrics.jsonl:2: damaged record"}, false));
+  EXPECT_EQ(read_text(out + "/metrics.jsonl"), text) << "nothing cut";
 }
 
 }  // namespace
