@@ -19,9 +19,8 @@ if [ $# -lt 2 ]; then
   echo "usage: scripts/train-queue.sh DEADLINE MIXER:SEED[:NORM]..." >&2
   exit 2
 fi
-deadline=$(date -d "$1" +%s) || { echo "train-queue: cannot read the deadline '$1'" >&2; exit 2; }
-# A clock time already passed today means tomorrow's.
-[ "$deadline" -gt "$(date +%s)" ] || deadline=$((deadline + 86400))
+. scripts/lib/deadline.sh
+deadline=$(deadline_seconds train-queue "$1")
 shift
 preset="${PRESET:-cpu-small}"
 ranks="${RANKS:-2}"

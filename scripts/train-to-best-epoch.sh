@@ -17,8 +17,8 @@ if [ $# -lt 2 ]; then
   echo "usage: scripts/train-to-best-epoch.sh DEADLINE MIXER:SEED..." >&2
   exit 2
 fi
-deadline=$(date -d "$1" +%s) || { echo "train-to-best-epoch: cannot read the deadline '$1'" >&2; exit 2; }
-[ "$deadline" -gt "$(date +%s)" ] || deadline=$((deadline + 86400))
+. scripts/lib/deadline.sh
+deadline=$(deadline_seconds train-to-best-epoch "$1")
 shift
 preset="${PRESET:-paper-6l-L128}"
 bin="${BUILD_DIR:-build}/grassaudit"

@@ -8,7 +8,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -220,9 +219,8 @@ std::vector<std::string> losses_after(const std::string& out, int64_t after) {
   for (const auto& line : lines_of(read_text(out + "/metrics.jsonl"))) {
     const json j = json::parse(line);
     const int64_t step = j["step"].get<int64_t>();
-    const double epoch = j["epoch"].get<double>();
-    const bool epoch_end_valid = j.value("split", "") == "valid" && epoch == std::floor(epoch);
-    if ((j["type"] == "train" && step > after) || epoch_end_valid) v.push_back(std::to_string(step) + " " + j["loss"].dump());
+    if ((j["type"] == "train" && step > after) || is_epoch_end_validation(j))
+      v.push_back(std::to_string(step) + " " + j["loss"].dump());
   }
   return v;
 }

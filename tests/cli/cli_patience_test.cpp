@@ -34,10 +34,7 @@ std::vector<std::string> epoch_end_validations(const std::string& out) {
   std::vector<std::string> v;
   for (const auto& line : lines_of(read_text(out + "/metrics.jsonl"))) {
     const json j = json::parse(line);
-    if (j.value("split", "") != "valid") continue;
-    const double epoch = j["epoch"].get<double>();
-    if (epoch != std::floor(epoch)) continue;
-    v.push_back(j["epoch"].dump() + " " + j["loss"].dump());
+    if (is_epoch_end_validation(j)) v.push_back(j["epoch"].dump() + " " + j["loss"].dump());
   }
   return v;
 }

@@ -43,6 +43,14 @@ struct TrainingFixture {
   }
 };
 
+// A validation record taken at an epoch end (a whole epoch number), not one of a run's closing
+// phase mid-epoch.
+inline bool is_epoch_end_validation(const nlohmann::json& record) {
+  if (record.value("split", "") != "valid") return false;
+  const double epoch = record["epoch"].get<double>();
+  return epoch == static_cast<double>(static_cast<int64_t>(epoch));
+}
+
 // The reproducible part of metrics.jsonl: (type, split, step, loss, lr) per record.
 inline std::vector<std::string> record_keys(const std::string& out) {
   std::vector<std::string> keys;

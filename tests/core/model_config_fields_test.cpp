@@ -13,6 +13,7 @@
 
 #include "core/model_config.h"
 #include "support/config_table_checks.h"
+#include "support/test_support_common.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -21,14 +22,7 @@ namespace {
 ModelConfig from_json(const nlohmann::json& j) { return model_config_from_json(j); }
 nlohmann::json as_json(const ModelConfig& c) { return to_json(c); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return ::grassaudit::testing::thrown_message<InputError>(f); }
 
 TEST(ModelConfigFields, TableDeclaresEveryMemberOnce) {
   testing::ExpectTableDeclaresEveryMemberOnce(model_config_fields());

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -195,6 +196,17 @@ inline void expect_usage_error_result(const ProcessResult& r, const std::string&
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
+}
+
+// The message of the `Error` that `f` throws ("" when it throws none).
+template <class Error>
+std::string thrown_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace grassaudit::testing

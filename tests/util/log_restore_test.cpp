@@ -21,14 +21,7 @@ struct TempDir : ::grassaudit::testing::PrefixedTempDir {
 
 void put(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return ::grassaudit::testing::thrown_message<InputError>(f); }
 
 TEST(LogExtent, CountsRecordsAndBytesAcrossReopening) {
   TempDir t;
