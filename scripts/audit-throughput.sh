@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Audit throughput on a user-sized model (issue #27 item 3): a GPT-style TorchScript decoder
+# Audit throughput on a user-sized model: a GPT-style TorchScript decoder
 # (d 384, 6 layers, 6 heads, V 8000, 17M parameters; made by reference/make_user_gpt.py with a
 # fixed seed, not committed: 68 MB) audited at L 128 by one or more binaries, alternated ROUNDS
 # times, each audit's seconds by check and its verdict/horizons/evidence printed; the unit is the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-run.sh OUT_DIR: the one command for a lent GPU machine (issue #15, item 2).
+# gpu-run.sh OUT_DIR: the one command for a lent GPU machine.
 #
 # On the device it (each step timed in OUT_DIR/gpu-run.log, "[  12s]" = seconds since the start):
 #   1. refuses at once, exit 2 and one line, when an input is missing: the data, the carried .deb

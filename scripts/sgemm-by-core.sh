@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sgemm rate of Debian's OpenBLAS under each kernel family (issue #27 item 1): one process per
+# sgemm rate of Debian's OpenBLAS under each kernel family: one process per
 # setting, alternated ROUNDS times, each timing cblas_sgemm 1024^3 and the head's
 # [4096, 256] x [256, 30522] through ctypes (no numpy needed). "-" is OpenBLAS's own choice
 # (OPENBLAS_CORETYPE unset for that process); a family the CPU lacks would fault, so list only

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train-queue.sh DEADLINE RUN...: the committed CPU runs of issue #14, one after another, each
+# train-queue.sh DEADLINE RUN...: the committed CPU runs of the comparison, one after another, each
 # data-parallel over RANKS processes of one thread (2 ranks x 1 thread measured 1.09x faster than
 # one process with 2 threads on the 2-core machines, reports/bench/data-parallel/), each with
 # --time-budget = what is left until DEADLINE, so every run ends with its audit gate and

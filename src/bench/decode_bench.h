@@ -1,5 +1,5 @@
 #pragma once
-// Decode throughput (issue #26 item 3): tokens per second of single-token steps through a model's
+// Decode throughput: tokens per second of single-token steps through a model's
 // incremental path at a given context length, past (Grassmann buffer) against attention (KV
 // cache), in one process with their reps interleaved. Per (mixer, context): prefill the context
 // in one step, then time `steps` single-token steps (the head included: what generation pays);

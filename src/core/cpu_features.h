@@ -2,7 +2,7 @@
 // What the CPU can run, from cpuid (and xgetbv: the OS must save the wider registers), and which
 // OpenBLAS kernel family that allows. Debian 12's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not know
 // newer CPUs and falls back to an older family ("Prescott", SSE3 only, on a Xeon with AVX-512 and
-// AMX: sgemm 36 vs 168 GFLOP/s with OPENBLAS_CORETYPE=Cooperlake, issue #27). The CLI sets
+// AMX, several times slower sgemm than with OPENBLAS_CORETYPE=Cooperlake). The CLI sets
 // OPENBLAS_CORETYPE before OpenBLAS loads (cli/main.cpp re-executes once) when the reported core
 // is below what the flags allow; a user's own OPENBLAS_CORETYPE always wins.
 #include <optional>

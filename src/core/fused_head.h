@@ -22,11 +22,11 @@
 
 namespace grassaudit {
 
-// Tokens per chunk; the [chunk, V] float32 buffer is chunk * 122 KB at V = 30,522. Sweep of the
-// paper-6l-L128 step at 2 threads (issue #13): 256, 512, 1024 and 2048 within 1% of each other
-// (~1650 tokens/s), 4096 (one chunk, a 500 MB buffer) 7% faster from larger GEMMs. 512 keeps
-// the buffer at 62 MB (the step's peak RSS target) and reads W half as often as 256 does, which
-// matters on machines with less memory bandwidth.
+// Tokens per chunk; the [chunk, V] float32 buffer is chunk * 122 KB at V = 30,522. Chunks of
+// 256 to 2048 tokens run the paper-size step at the same speed (reports/bench/README.md has the
+// sweep); one chunk of 4096 is slightly faster from larger GEMMs but needs a 500 MB buffer. 512
+// keeps the buffer at 62 MB (the step's peak memory target) and reads W half as often as 256
+// does, which matters on machines with less memory bandwidth.
 constexpr int64_t kDefaultHeadChunk = 512;
 constexpr int64_t kIgnoreIndex = -100;
 

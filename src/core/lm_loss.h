@@ -2,7 +2,7 @@
 // The language model's next-token loss, by one of two paths that give the same numbers:
 //   fused:        final hidden states -> fused_head_loss (chunked, no [B*L, V] logits; the default)
 //   materialized: model->head(hidden) = the full [B, L, V] logits -> at::cross_entropy_loss
-//                 (the readable reference, and the pre-issue-#13 behaviour)
+//                 (the readable reference)
 // Selected by --loss-impl on train, eval and bench.
 #include <cstdint>
 #include <string>

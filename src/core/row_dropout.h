@@ -6,7 +6,7 @@
 // masks (and the training curve) would change with the world size. And at::dropout on CPU draws
 // its Bernoulli noise serially from mt19937 into a float tensor the size of the input, divides it,
 // multiplies, and keeps that float tensor for backward: 4-7.5% of a paper-size training step and
-// ~4 bytes per dropped activation of peak memory (issue #13).
+// ~4 bytes per dropped activation of peak memory.
 //
 // Here (CPU, float32/float64) one call draws ONE 64-bit seed from the default CPU generator, and
 // element i of the global batch is kept iff 32 bits of splitmix64(seed, i / 2) (the low half

@@ -51,7 +51,7 @@ struct LeakMap {
   std::vector<LeakCell> cells;
 };
 
-// sample.json (written by train since #26): a short generation from the audited best weights.
+// sample.json (train writes it for causal models): a short generation from the audited best weights.
 struct RunSample {
   std::string prompt, text;
   std::optional<long long> seed, top_k;

@@ -488,7 +488,7 @@ TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPat
 }
 
 // sample.json: a short sample of the audited best weights through their incremental path, for
-// the report (issue #26): the first 16 tokens of the test split continued by 32 tokens,
+// the report: the first 16 tokens of the test split continued by 32 tokens,
 // temperature 0.8, top-k 40, the run's seed. Only for a causal model with an incremental path
 // (a leaky model's samples are quarantined like its numbers), on the CPU.
 void write_sample(LanguageModel& model, const AuditResult& audit, const LmSplits& data, uint64_t seed,
