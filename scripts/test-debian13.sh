@@ -14,7 +14,7 @@
 # build folder per checkout, as CMake ties a build to its source).
 #
 # Tests left out on 2.6 (SLOW_ON_26, run on the host's 1.13 build by the same .ci/run): none today;
-# the README's "Supported LibTorch versions" says why whenever the list is not empty.
+# scripts/README.md "Supported LibTorch versions" says why whenever the list is not empty.
 # Environment: GRASSAUDIT_CACHE, GRASSAUDIT_DATA (passed through), DEBIAN13_BUILD (the build folder), JOBS (build, default nproc),
 # CTEST_JOBS (default 2). Exit: the build's or ctest's status; 2 when the root cannot be made.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #pragma once
 // The incremental API a TorchScript module may export beside forward (audit --incremental), in
-// one place beside the model signature (audit/model_signature.h). The contract, for the README:
+// one place beside the model signature (audit/model_signature.h). The contract (audits/README.md):
 //   init_state(self, batch: int) -> List[Tensor]
 //   step(self, x: Tensor, state: List[Tensor]) -> Tuple[Tensor, List[Tensor]]
 // x holds the next n >= 1 positions ([B, n] ids or [B, n, C] features) and the result their

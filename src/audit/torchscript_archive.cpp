@@ -151,7 +151,7 @@ std::string explain_torchscript_load_failure(const std::string& path, const std:
   if (std::regex_search(reason, m, unknown_op))
     return fmt::format("TorchScript ({}) calls operator {}, which {} does not have and grassaudit does not provide; "
                        "build grassaudit against a LibTorch that has it (-DCMAKE_PREFIX_PATH=<pip torch>/share/cmake, "
-                       "README \"Supported LibTorch versions\") or export the model without it",
+                       "scripts/README.md \"Supported LibTorch versions\") or export the model without it",
                        producer, m[1].str(), libtorch);
   return fmt::format("TorchScript ({}) that {} cannot load: {}", producer, libtorch,
                      reason.empty() ? "LibTorch gave no reason" : reason);

@@ -4,10 +4,10 @@
 // exported by 2.x loads and runs unchanged in the 1.13 build. On a LibTorch that has an op
 // already (2.x), nothing is registered for it: its own kernel runs.
 //
-// The list (how it was found: README "PyTorch 2.x files"): the operator tables of 2.6 and 1.13
-// compared (torch._C._jit_get_all_schemas() in each: names, and arguments added to existing
-// schemas), and every fixture of reference/make_torch2_fixtures.py, exported by PyTorch 2.6,
-// loaded by the 1.13 build until no "Unknown builtin op" was left.
+// The list (how it was found: audits/README.md "PyTorch 2.x files"): the operator tables of 2.6
+// and 1.13 compared (torch._C._jit_get_all_schemas() in each: names, and arguments added to
+// existing schemas), and every fixture of reference/make_torch2_fixtures.py, exported by PyTorch
+// 2.6, loaded by the 1.13 build until no "Unknown builtin op" was left.
 //   aten::scaled_dot_product_attention  F.scaled_dot_product_attention, and inside scripted
 //                                       nn.MultiheadAttention / nn.TransformerEncoder(Layer)
 //   aten::rms_norm                      nn.RMSNorm and F.rms_norm (2.4+), the norm of most new LMs

@@ -110,7 +110,7 @@ void add_audit_options(po::options_description& desc) {
        "shrunk to the smallest length and cut that still fail")
       ("incremental", po::bool_switch(),
        "also audit the incremental path against forward: --model exports init_state(batch) and\n"
-       "step(x, state) (README: the incremental audit); --mixer: the built-in KV cache / Grassmann buffer")
+       "step(x, state) (audits/README.md: the incremental path); --mixer: the built-in KV cache / Grassmann buffer")
       ("json", po::value<std::string>(), "write the result as JSON")
       ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
 }

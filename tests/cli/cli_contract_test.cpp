@@ -1,7 +1,8 @@
 // The audit's contracts from the command line (issue: length and batch leaks, declared
 // lookahead and window, property search, third-party exports): exit 0 when every property holds
 // within the declared contract, 1 on a violation (named in the JSON), 2 on bad flags or models;
-// the README's "Audit your own PyTorch model" snippet, run with Debian's python3-torch.
+// the README snippets (README.md "Audit your own model", audits/README.md), run with Debian's
+// python3-torch.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -183,9 +184,10 @@ TEST(CliContract, TracedFixedLengthNamesTheLength) {
   EXPECT_NE(j["notes"].dump().find("does not run at prefix length"), std::string::npos) << j["notes"].dump();
 }
 
-// The python code between <!-- MARKER:begin --> and <!-- MARKER:end --> in README.md ("" if none).
-std::string readme_python_block(const std::string& marker) {
-  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/README.md");
+// The python code between <!-- MARKER:begin --> and <!-- MARKER:end --> in the README at `file`
+// (relative to the source tree; "" if none).
+std::string readme_python_block(const std::string& file, const std::string& marker) {
+  const std::string readme = read_text(std::string(GRASSAUDIT_SOURCE_DIR) + "/" + file);
   const std::string begin = "<!-- " + marker + ":begin -->", end = "<!-- " + marker + ":end -->";
   const auto b = readme.find(begin), e = readme.find(end);
   if (b == std::string::npos || e == std::string::npos || e < b) return "";
@@ -203,12 +205,12 @@ int run_python_snippet(const TempDir& t, const std::string& code) {
   return std::system(cmd.c_str());
 }
 
-// The README's export snippet, run with Debian's python3-torch, then audited as the README says.
+// The top README's export snippet, run with Debian's python3-torch, then audited as it says.
 TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string block = readme_python_block("readme-audit-snippet");
+  const std::string block = readme_python_block("README.md", "readme-audit-snippet");
   ASSERT_FALSE(block.empty()) << "no readme-audit-snippet python block in README.md";
   ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
   for (const char* model : {"my_model.pt", "my_model_traced.pt"}) {
@@ -221,14 +223,14 @@ TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   }
 }
 
-// The README's Hugging Face-style snippet (two inputs, a dict output), exported and audited with
-// the flags the README gives.
+// audits/README.md's Hugging Face-style snippet (two inputs, a dict output), exported and audited
+// with the flags it gives.
 TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string block = readme_python_block("readme-hf-snippet");
-  ASSERT_FALSE(block.empty()) << "no readme-hf-snippet python block in README.md";
+  const std::string block = readme_python_block("audits/README.md", "readme-hf-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-hf-snippet python block in audits/README.md";
   ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
   auto r = cli.run({"audit", "--model", t.file("tiny_decoder.pt"), "--input", "input_ids=tokens:100", "--input",
                     "attention_mask=ones", "--seq-len", "32", "--trials", "1", "--threads", "1", "--json",
@@ -247,14 +249,14 @@ TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {
   EXPECT_TRUE(IsOneLineError(r, "audit", {"attention_mask", "forward(self, input_ids: Tensor, attention_mask: Tensor)"}));
 }
 
-// The README's KV-cache decoder: its incremental path is consistent with forward; the same file
-// with the position offset never advanced (offset = 0) is caught as an incremental violation.
+// audits/README.md's KV-cache decoder: its incremental path is consistent with forward; the same
+// file with the position offset never advanced (offset = 0) is caught as an incremental violation.
 TEST(CliContract, ReadmeIncrementalSnippetIsConsistentAndItsOffsetBugIsCaught) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string block = readme_python_block("readme-incremental-snippet");
-  ASSERT_FALSE(block.empty()) << "no readme-incremental-snippet python block in README.md";
+  const std::string block = readme_python_block("audits/README.md", "readme-incremental-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-incremental-snippet python block in audits/README.md";
   const std::string correct_line = "offset = state[0].size(1)";
   ASSERT_NE(block.find(correct_line), std::string::npos);
   std::string buggy = block;

@@ -358,7 +358,7 @@ TEST(DataParallel, TorchrunLaunchesTwoRanks) {
   if (std::system("/usr/bin/python3 -c \"import torch.distributed as d; d.TCPStore('127.0.0.1', 0, 1, True)\" "
                   ">/dev/null 2>&1") != 0)
     GTEST_SKIP() << "this python3-torch's torchrun cannot create its TCPStore (built without libuv, "
-                    "Debian 13's 2.6): README \"Supported LibTorch versions\"";
+                    "Debian 13's 2.6): scripts/README.md \"Supported LibTorch versions\"";
   Fixture f;
   json j = dp_config();
   j["train"]["epochs"] = 1;
