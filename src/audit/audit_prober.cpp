@@ -395,19 +395,44 @@ double Prober::past_effect(int64_t L) {
   return worst;
 }
 
+namespace {
+// The target's state held for one forward and its backward, put back when both are done (also
+// when either throws): BatchNorm saves its running statistics for the backward, so putting
+// them back in place between the two voids the backward ("modified by an inplace operation").
+class StateHold {
+ public:
+  explicit StateHold(AuditTarget& t) : t_(t) { t_.hold_state(true); }
+  ~StateHold() {
+    try {
+      t_.hold_state(false);
+    } catch (...) {
+    }
+  }
+  StateHold(const StateHold&) = delete;
+  StateHold& operator=(const StateHold&) = delete;
+
+ private:
+  AuditTarget& t_;
+};
+}  // namespace
+
 // One base sequence [1, L(, C)] expanded to chunks of rows [n, L(, C)]; row i picks output t_i.
-std::vector<std::vector<double>> Prober::gradient_map(int64_t L) {
-  target_.set_train(false);
+std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode) {
+  const bool train = mode == AuditMode::kTrain;
+  target_.set_train(train);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 29);
   auto base = random_inputs(1, L, gen);
   std::vector<std::vector<double>> G(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(L), 0.0));
   at::Tensor w;
-  // Rows that mix in eval mode: one output position per pass, so row i's gradient is its own.
-  const int64_t chunk = isolated(AuditMode::kEval) ? 1 : std::max<int64_t>(1, opt_.batch);
+  // Rows that mix in this mode: one output position per pass, so row i's gradient is its own.
+  const int64_t chunk = isolated(mode) ? 1 : std::max<int64_t>(1, opt_.batch);
+  const uint64_t seed = opt_.seed ^ 0x6A09E667F3BCC909ULL;
   for (int64_t start = 0; start < L; start += chunk) {
     const int64_t n = std::min(chunk, L - start);
     auto x = base.expand(base.dim() == 2 ? std::vector<int64_t>{n, L} : std::vector<int64_t>{n, L, base.size(2)})
                  .contiguous();
+    StateHold hold(target_);
+    if (train) at::manual_seed(seed);  // the map does not depend on what drew from the RNG before
     auto e = target_.embed(x).detach().clone().requires_grad_(true);
     auto y = target_.forward_from_embedding(e);
     y = y.reshape({n, L, -1});

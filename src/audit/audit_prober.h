@@ -156,9 +156,11 @@ class Prober {
   // Non-vacuity: replace the first half, keep the rest; how much do later outputs move?
   double past_effect(int64_t L);
 
-  // Method 2: row i differentiates <w, y_{t_i}> w.r.t. every input embedding; entries s > t_i
-  // must vanish. Returns G[t][s] = ||d<w, y_t>/d e_s||.
-  std::vector<std::vector<double>> gradient_map(int64_t L);
+  // Method 2 in `mode` (train mode: the RNG reset before each pass): row i differentiates
+  // <w, y_{t_i}> w.r.t. every input embedding; entries s > t_i must vanish. Returns
+  // G[t][s] = ||d<w, y_t>/d e_s||. The target's state is held from each forward until its
+  // backward is done and put back after it (AuditTarget::hold_state).
+  std::vector<std::vector<double>> gradient_map(int64_t L, AuditMode mode = AuditMode::kEval);
 
  private:
   // random_inputs in the target's current dtype, from the audit's own generator (not the global one).

@@ -83,6 +83,10 @@ class AuditTarget {
   virtual std::string changed_state() { return {}; }
   virtual void restore_state() {}
   virtual void end_state_tracking() {}
+  // While held, a forward leaves the state where it put it: a pass whose backward is still to
+  // come (the gradient method) saved those buffers for it, and putting the record back in place
+  // would bump their version and void the backward. Releasing puts the record back once.
+  virtual void hold_state(bool hold) { (void)hold; }
 };
 
 }  // namespace grassaudit

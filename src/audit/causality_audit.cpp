@@ -17,6 +17,7 @@
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 namespace grassaudit {
 
@@ -241,12 +242,13 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
   r.leak_map = leak_map_at(d, L);
 }
 
-// Method 2 at the main length L, in the target's current dtype (the decisive precision):
-// gradients of y_t with respect to inputs s > t, relative to the largest gradient, against the
-// same threshold as method 1. `main_horizon`: method 1's horizon at L, which it must match.
-GradientCheck gradient_check(Prober& prober, const AuditTarget& target, int64_t L, double threshold,
-                             int64_t main_horizon) {
-  const auto G = prober.gradient_map(L);  // G[t][s], L x L
+// Method 2 at the main length L in `mode`, in the target's current dtype (the decisive
+// precision): gradients of y_t with respect to inputs s > t, relative to the largest gradient,
+// against the same threshold as method 1. `mode_horizon`: method 1's horizon in that mode at L,
+// which it must match (a leak only train mode has is no disagreement with eval-mode gradients).
+GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMode mode, int64_t L, double threshold,
+                             int64_t mode_horizon) {
+  const auto G = prober.gradient_map(L, mode);  // G[t][s], L x L
   double max_all = 0, max_future = 0;
   int64_t horizon = 0;
   for (int64_t t = 0; t < L; ++t)
@@ -260,13 +262,26 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, int64_t 
     }
   GradientCheck g;
   g.ran = true;
+  g.mode = mode_name(mode);
   g.precision = dtype_name(target.dtype());
   g.max_future_grad = max_future;
   g.leak_horizon = horizon;
   const Verdict verdict = verdict_of(horizon);
   g.verdict = verdict_name(verdict);
-  g.agrees = verdict == verdict_of(main_horizon) && horizon == main_horizon;
+  g.agrees = verdict == verdict_of(mode_horizon) && horizon == mode_horizon;
   return g;
+}
+
+// Method 1's horizon in one mode at one length (0 when that table was not audited).
+int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
+  const auto it = d.decisive.tables.find({mode, len});
+  return it == d.decisive.tables.end() ? 0 : judge(it->second, d.threshold).horizon;
+}
+
+// Why a check failed, in one line: LibTorch's own text without its backtrace.
+std::string failure_line(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return first_meaningful_line(c10->what_without_backtrace());
+  return first_meaningful_line(e.what());
 }
 
 // Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
@@ -287,12 +302,6 @@ Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
                         "reads x_{}",
                         ev.position, ev.effect, ev.cut, ev.mode, ev.seq_len, ev.precision, ev.position + r.leak_horizon);
   return ev;
-}
-
-int64_t horizon_at(const AuditResult& r, int64_t len) {
-  for (const auto& [l, h] : r.length_horizons)
-    if (l == len) return h;
-  return 0;
 }
 
 }  // namespace
@@ -409,12 +418,28 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                       "so 'causal' says little about this model");
 
   if (opt.gradient_check && target.supports_gradient()) {
-    const int64_t main_h = horizon_at(r, L);
-    r.gradient = gradient_check(prober, target, L, decided.threshold, main_h);
-    if (!r.gradient.agrees)
-      r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}), perturbation at L={} says "
-                                    "horizon {}",
-                                    r.gradient.verdict, r.gradient.leak_horizon, L, main_h));
+    // A second opinion must not cost the first one: whatever stops the gradient method (a
+    // backward LibTorch refuses, a batch size the model does not run at) is reported, and the
+    // perturbation verdict stands.
+    const AuditMode grad_mode = opt.eval_mode ? AuditMode::kEval : AuditMode::kTrain;
+    const int64_t mode_h = table_horizon(decided, grad_mode, L);
+    try {
+      r.gradient = gradient_check(prober, target, grad_mode, L, decided.threshold, mode_h);
+    } catch (const std::exception& e) {
+      r.gradient = GradientCheck{};
+      r.gradient.mode = mode_name(grad_mode);
+      r.gradient.not_run = failure_line(e);
+      if (r.gradient.not_run.empty()) r.gradient.not_run = "the gradient pass failed";
+      try {
+        target.restore_state();
+      } catch (...) {
+      }
+    }
+    if (r.gradient.ran && !r.gradient.agrees)
+      r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
+                                    "L={} in {} mode says horizon {}",
+                                    r.gradient.verdict, r.gradient.leak_horizon, r.gradient.mode, L, r.gradient.mode,
+                                    mode_h));
   }
   timed("gradient");
   // The precision notes qualify everything above them: first.
@@ -493,7 +518,10 @@ nlohmann::json to_json(const AuditResult& r) {
                            {"leak_horizon", r.gradient.leak_horizon},
                            {"max_future_grad", r.gradient.max_future_grad},
                            {"precision", r.gradient.precision},
+                           {"mode", r.gradient.mode},
                            {"agrees", r.gradient.agrees}};
+  } else if (!r.gradient.not_run.empty()) {
+    j["gradient_check"] = {{"verdict", nullptr}, {"not_run", r.gradient.not_run}, {"mode", r.gradient.mode}};
   } else {
     j["gradient_check"] = nullptr;
   }
@@ -587,8 +615,11 @@ std::string summarize(const AuditResult& r) {
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   if (r.gradient.ran)
-    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {})\n", r.gradient.verdict,
-                     r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.agrees ? "agrees" : "DISAGREES");
+    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n", r.gradient.verdict,
+                     r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.mode,
+                     r.gradient.agrees ? "agrees" : "DISAGREES");
+  else if (!r.gradient.not_run.empty())
+    s += fmt::format("  gradient check: not run ({})\n", r.gradient.not_run);
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   if (!r.outputs.empty()) {
     s += fmt::format("  outputs ({}; the lines above are the worst, {}):\n", r.outputs.size(),

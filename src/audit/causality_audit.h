@@ -111,8 +111,14 @@ const char* mode_name(AuditMode m);
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
 std::vector<int64_t> audit_length_schedule(int64_t L);
 
+// Method 2, in one mode (eval when eval mode is audited, else train), compared with method 1's
+// horizon in that mode at the main length. A check that was asked for and could not run (its
+// backward failed, the model does not run at its batch size) says why in not_run; it never ends
+// the audit, and the perturbation verdict stands.
 struct GradientCheck {
   bool ran = false;
+  std::string not_run;          // attempted and failed: why (ran false)
+  std::string mode;             // mode_name(): the mode the gradients were taken in
   std::string verdict;          // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
   double max_future_grad = 0;   // relative to the largest gradient norm

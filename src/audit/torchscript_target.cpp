@@ -108,7 +108,7 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
 
 at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
-  if (restore_) restore_state();
+  if (restore_ && !held_) restore_state();
   try {
     return signature_.leaf(out, output_path_);
   } catch (const InputError& e) {
@@ -375,8 +375,14 @@ void TorchScriptTarget::restore_state() {
 void TorchScriptTarget::end_state_tracking() {
   if (!tracking_) return;
   restore_state();
-  tracking_ = restore_ = false;
+  tracking_ = restore_ = held_ = false;
   state_.clear();
+}
+
+void TorchScriptTarget::hold_state(bool hold) {
+  const bool release = held_ && !hold;
+  held_ = hold;
+  if (release && restore_) restore_state();
 }
 
 std::string TorchScriptTarget::weights_hash() {

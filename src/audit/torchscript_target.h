@@ -49,6 +49,7 @@ class TorchScriptTarget : public AuditTarget {
   std::string changed_state() override;
   void restore_state() override;
   void end_state_tracking() override;
+  void hold_state(bool hold) override;
 
   const ModelSignature& signature() const { return signature_; }
   // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
@@ -61,7 +62,7 @@ class TorchScriptTarget : public AuditTarget {
   c10::IValue call(const at::Tensor& x);
   // The recorded state: dotted attribute name -> value (tensors cloned; int, float, bool, str).
   std::vector<std::pair<std::string, c10::IValue>> state_;
-  bool tracking_ = false, restore_ = false;
+  bool tracking_ = false, restore_ = false, held_ = false;
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
   std::unique_ptr<torch::jit::Module> module64_;  // promoted copy (promote_float32_constants)
