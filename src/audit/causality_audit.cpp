@@ -603,10 +603,47 @@ std::string leak_map_csv(const AuditResult& r) {
   return out;
 }
 
+namespace {
+// A violation other than a future leak, named in the headline by what it is, with its one fact.
+std::string headline_name(const Violation& v, const AuditResult& r) {
+  const Evidence& e = v.evidence;
+  if (v.kind == "length")
+    return fmt::format("LENGTH-DEPENDENT (y_{} of a prefix of length {} differs by {:.3g})", e.position, e.prefix_len,
+                       e.effect);
+  if (v.kind == "batch") return fmt::format("BATCH-COUPLED (rows of a batch mix, {} mode)", e.mode);
+  if (v.kind == "window")
+    return fmt::format("WINDOW EXCEEDED (reads {} back, the window allows {})", v.horizon, v.allowed);
+  if (v.kind == "incremental") {
+    bool consistent = false;
+    if (!r.incremental_json.empty()) {
+      const auto j = nlohmann::json::parse(r.incremental_json, nullptr, /*allow_exceptions=*/false);
+      consistent = j.is_object() && j.value("consistent", false);
+    }
+    if (!consistent)
+      return fmt::format("incremental path INCONSISTENT (step() differs from forward() by {:.3g} at y_{})", e.effect,
+                         e.position);
+    return fmt::format("incremental path NOT ISOLATED (outputs moved by {:.3g}: state kept outside the passed state)",
+                       e.effect);
+  }
+  return v.kind + " VIOLATED";
+}
+}  // namespace
+
 std::string summarize(const AuditResult& r) {
-  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s)\n",
-                              r.target, r.leaky() ? "LEAKY" : "causal", r.leak_horizon, r.max_effect,
-                              r.probes, r.precision, r.seconds);
+  // The headline: the causality audit's own verdict (a future read beyond the contract), then
+  // every other violation by its own name, so a model whose only fault is its cache does not
+  // read as a future leak of horizon 0.
+  bool future = false;
+  std::string others;
+  for (const auto& v : r.violations) {
+    if (v.kind == "future")
+      future = true;
+    else
+      others += "; " + headline_name(v, r);
+  }
+  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s){}\n",
+                              r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
+                              r.precision, r.seconds, others);
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");
