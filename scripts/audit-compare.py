@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-SUITES = ["audits/controls.json", "audits/signature.json", "audits/torch2.json", "audits/incremental.json"]
+SUITES = ["audits/controls.json", "audits/signature.json", "audits/torch2.json", "audits/incremental.json",
+          "audits/soundness.json"]
 NUM = re.compile(r"[0-9][0-9.e+-]*")
 # What an audit says about the model (not how long it took or how many rows it ran).
 FACTS = ["verdict", "leak_horizon", "max_effect", "first_leaking_cut", "modes", "seq_lens", "rounding_only",
