@@ -10,6 +10,9 @@ audits/soundness.json`, and tests/audit/test_soundness_controls.cpp).
     in eval too), GroupNorm and InstanceNorm1d over [B, C, T] (statistics over time: the
     non-causal normalisation of many audio front ends) and LayerNorm over the channels (causal).
     Each is audited in eval mode, in train mode and in both, with the gradient method on and off.
+  * Branches an exactly-zero parameter switches off (a zero-initialised output projection, ReZero
+    alpha = 0) over an unmasked attention and a masked one: causal as given, and the structural
+    pass (those tensors redrawn) finds the unmasked one leaky; brute force on a redrawn copy.
   * Piecewise-linear models in float64 (the precision floor used to read the ReLU kinks its
     jitter crossed as rounding): a wide ReLU MLP, a causal nn.TransformerEncoder with its default
     (ReLU) activation, and a causal convolution + wide ReLU layer with a real future leak of about
@@ -123,6 +126,46 @@ class ReluConvTinyLeak(nn.Module):
         return self.head(F.relu(self.mid(h))) + self.weight * torch.tanh(self.leak(nxt))
 
 
+class AttnBranch(nn.Module):
+    """Single-head attention over h [B, L, 16] -> out(softmax(q k^T / 4) v), masked (causal) or not."""
+
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
+        self.out = nn.Linear(WIDTH, WIDTH)
+        self.causal = causal
+        self.width = WIDTH
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        L = h.size(1)
+        q, k, v = self.qkv(h).split(self.width, dim=-1)
+        s = torch.matmul(q, k.transpose(-2, -1)) / 4.0
+        if self.causal:
+            s = s.masked_fill(torch.ones(L, L, dtype=torch.bool, device=h.device).triu(1), float("-inf"))
+        return self.out(torch.matmul(torch.softmax(s, dim=-1), v))
+
+
+class ZeroInitBranch(nn.Module):
+    """x [B, L, 4] -> Linear -> h + gate * branch(h) -> Linear -> [B, L, 2], the branch's output
+    projection zero-initialised (rezero False: weight and bias zero, as nanochat's c_proj and
+    zero-init residual projections) or a ReZero gate alpha = 0 (rezero True)."""
+
+    def __init__(self, causal: bool, rezero: bool):
+        super().__init__()
+        self.inp = nn.Linear(C_IN, WIDTH)
+        self.branch = AttnBranch(causal)
+        self.alpha = nn.Parameter(torch.zeros(1) if rezero else torch.ones(1))
+        self.head = nn.Linear(WIDTH, 2)
+        if not rezero:
+            with torch.no_grad():
+                self.branch.out.weight.zero_()
+                self.branch.out.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.inp(x)
+        return self.head(h + self.alpha * self.branch(h))
+
+
 FEAT = f"features:{C_IN}"
 
 # name, file, build, seq_len, {mode: (verdict, horizon)} by brute force, extra expectations
@@ -159,6 +202,34 @@ PIECEWISE = [
      "audit must find (horizon 1) against a float64-sized floor.", 1),
 ]
 MODES = ("eval", "train", "both")
+
+# name, file, build, why; the structural verdict is re-derived on a copy with the zeros redrawn
+ZERO = [
+    ("zero-init-projection-unmasked", "zero_init_projection_unmasked.pt", lambda: ZeroInitBranch(False, False),
+     "An unmasked attention branch whose output projection is zero-initialised (weight and bias): it adds exactly "
+     "nothing at these weights, so the weights as given are causal; the structural pass redraws the projection and "
+     "finds the whole future read (one training step makes it leak)."),
+    ("zero-init-projection-masked", "zero_init_projection_masked.pt", lambda: ZeroInitBranch(True, False),
+     "The masked twin: the zero-initialised projection over a causal attention branch; causal structurally too."),
+    ("rezero-unmasked", "rezero_unmasked.pt", lambda: ZeroInitBranch(False, True),
+     "ReZero: h + alpha * attention(h) with alpha = 0 at initialisation over an unmasked attention branch: "
+     "structurally leaky."),
+    ("rezero-masked", "rezero_masked.pt", lambda: ZeroInitBranch(True, True),
+     "ReZero alpha = 0 over a masked attention branch: causal, structurally too."),
+]
+
+
+def redrawn_copy(path: str) -> str:
+    """The saved model with every exactly-zero parameter (biases aside) redrawn at N(0, 0.1^2)."""
+    m = torch.jit.load(path)
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if p.is_floating_point() and p.numel() > 0 and bool((p == 0).all()) and not n.endswith("bias"):
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.1)
+    out = path[:-3] + ".redrawn.tmp.pt"
+    m.save(out)
+    return out
 
 
 def gradient_horizon(path: str, L: int, train: bool, tol: float) -> int:
@@ -292,6 +363,38 @@ def main() -> None:
         cases.append({"name": name, "model": os.path.relpath(f, AUDITS), "input": FEAT, "seq_len": L, "mode": "both",
                       "expect": expect, "why": why, "checked": got})
 
+    for j, (name, file, build, why) in enumerate(ZERO):
+        f = save(len(NORMS) + len(PIECEWISE) + j, file, build)
+        L = 32
+        got = brute_force(f, L)
+        tmp = redrawn_copy(f)
+        try:
+            structural = brute_force(tmp, L)
+        finally:
+            os.remove(tmp)
+        h = max(got["eval"]["leak_horizon"], got["train"]["leak_horizon"])
+        hs = max(structural["eval"]["leak_horizon"], structural["train"]["leak_horizon"])
+        print(f"{name:34s} h{h} structural h{hs}", flush=True)
+        if h != 0:
+            failures.append(f"{name}: the weights as given read the future (horizon {h})")
+        if (hs > 0) != ("unmasked" in name):
+            failures.append(f"{name}: structural horizon {hs}")
+        checked = {**got, "structural_leak_horizon": hs}
+        for as_given in (False, True):
+            expect = expectation(got, "both", L, True)
+            if as_given:
+                expect["structural"] = "none"
+            else:
+                expect["structural"] = "leaky" if hs > 0 else "causal"
+                if hs > 0:
+                    expect["verdict"] = "leaky"
+                    expect["violations"] = expect["violations"] + ["structural"]
+            entry = {"name": name + ("-weights-as-given" if as_given else ""), "model": os.path.relpath(f, AUDITS),
+                     "input": FEAT, "seq_len": L, "mode": "both", "expect": expect, "why": why, "checked": checked}
+            if as_given:
+                entry["weights_as_given"] = True
+            cases.append(entry)
+
     if failures:
         print("\n".join("MISMATCH " + x for x in failures))
         sys.exit(1)
@@ -302,7 +405,9 @@ def main() -> None:
                              "and both modes, with the gradient method on and off; and piecewise-linear float64 "
                              "models (a wide ReLU MLP, a causal nn.TransformerEncoder with ReLU, a causal conv + "
                              "ReLU model with a 1e-7 future leak) whose precision floor must be rounding, not "
-                             "kinks. Generated by reference/make_soundness_controls.py; expectations re-derived by "
+                             "kinks; and branches switched off by an exactly-zero parameter (a zero-initialised "
+                             "output projection, ReZero alpha = 0) over an unmasked attention (structurally leaky) "
+                             "and a masked one, with and without --weights-as-given. Generated by reference/make_soundness_controls.py; expectations re-derived by "
                              "brute force (float64, every length of the schedule, max(1e-9, 100 x the measured "
                              "float64 floor)), the gradient method's by float64 autograd."),
              "producer": f"PyTorch {torch.__version__}",

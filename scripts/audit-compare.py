@@ -48,6 +48,8 @@ def case_args(suite_dir, c):
         args += ["--incremental"]
     if c.get("gradient_check") is False:
         args += ["--no-gradient-check"]
+    if c.get("weights_as_given"):
+        args += ["--weights-as-given"]
     return args
 
 

@@ -278,6 +278,62 @@ int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
   return it == d.decisive.tables.end() ? 0 : judge(it->second, d.threshold).horizon;
 }
 
+// "a", "a and b", "a, b and c".
+std::string name_list(const std::vector<RedrawnTensor>& t) {
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i > 0) out += i + 1 == t.size() ? " and " : ", ";
+    out += t[i].name;
+  }
+  return out;
+}
+
+std::string failure_line(const std::exception& e);
+
+// The structural pass (causality_audit.h: StructuralPass): the exactly-zero tensors redrawn, the
+// future audited again with the same contract, schedule and modes, the zeros put back however
+// it ends. It never ends the audit: a failure is reported in not_run.
+StructuralPass structural_pass(AuditTarget& target, const AuditOptions& opt) {
+  StructuralPass sp;
+  if (!opt.structural) {
+    sp.weights_as_given = true;
+    sp.skipped = "--weights-as-given: the weights were audited as given, exactly-zero tensors included";
+    return sp;
+  }
+  try {
+    sp.tensors = target.redraw_zero_parameters(opt.seed ^ 0x3C6EF372FE94F82BULL);
+    if (sp.tensors.empty()) {
+      sp.skipped = "no parameter tensor (biases aside) is exactly zero";
+      return sp;
+    }
+    AuditOptions so = opt;
+    so.structural = false;
+    so.gradient_check = false;
+    so.length_check = false;
+    so.past_horizon = false;
+    so.window.reset();
+    const AuditResult s = run_causality_audit(target, so);
+    sp.ran = true;
+    sp.leak_horizon = s.leak_horizon;
+    sp.max_effect = s.max_effect;
+    sp.precision = s.precision;
+    sp.verdict = verdict_name(s.leak_horizon > opt.lookahead ? Verdict::kLeaky : Verdict::kCausal);
+    for (const auto& v : s.violations)
+      if (v.kind == "future") sp.evidence = v.evidence;
+  } catch (const std::exception& e) {
+    sp.ran = false;
+    sp.not_run = failure_line(e);
+    if (sp.not_run.empty()) sp.not_run = "the structural pass failed";
+  }
+  try {
+    target.restore_redrawn_parameters();
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: the structural pass could not put the exactly-zero parameters back: {}",
+                                 target.describe(), failure_line(e)));
+  }
+  return sp;
+}
+
 // Why a check failed, in one line: LibTorch's own text without its backtrace.
 std::string failure_line(const std::exception& e) {
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return first_meaningful_line(c10->what_without_backtrace());
@@ -442,6 +498,25 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                                     mode_h));
   }
   timed("gradient");
+  if (target.supports_structural_pass()) {
+    r.structural = structural_pass(target, opt);
+    const StructuralPass& sp = *r.structural;
+    const std::string names = name_list(sp.tensors);
+    const bool one = sp.tensors.size() == 1;
+    if (sp.ran && sp.leak_horizon > std::max(opt.lookahead, r.leak_horizon)) {
+      Evidence ev = sp.evidence;
+      ev.text = fmt::format("the future is read through {}, which {} exactly zero in these weights: one training step "
+                            "makes it leak (with {} redrawn at the scale of {} siblings, {})",
+                            names, one ? "is" : "are", one ? "it" : "them", one ? "its" : "their", sp.evidence.text);
+      r.violations.push_back({"structural", sp.leak_horizon, opt.lookahead, ev});
+      r.verdict = verdict_name(Verdict::kLeaky);
+    } else if (sp.ran) {
+      r.notes.push_back(fmt::format("structural pass: {} exactly zero in these weights; redrawn at the scale of {} "
+                                    "siblings the model reads the future no further (horizon {})",
+                                    names + (one ? " is" : " are"), one ? "its" : "their", sp.leak_horizon));
+    }
+  }
+  timed("structural");
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
@@ -524,6 +599,24 @@ nlohmann::json to_json(const AuditResult& r) {
     j["gradient_check"] = {{"verdict", nullptr}, {"not_run", r.gradient.not_run}, {"mode", r.gradient.mode}};
   } else {
     j["gradient_check"] = nullptr;
+  }
+  if (r.structural) {
+    const auto& sp = *r.structural;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : sp.tensors) tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"scale", t.scale}});
+    nlohmann::json sj{{"verdict", sp.ran ? nlohmann::json(sp.verdict) : nlohmann::json(nullptr)},
+                      {"leak_horizon", sp.ran ? nlohmann::json(sp.leak_horizon) : nlohmann::json(nullptr)},
+                      {"tensors_redrawn", tensors},
+                      {"weights_as_given", sp.weights_as_given}};
+    if (sp.ran) {
+      sj["max_effect"] = sp.max_effect;
+      sj["precision"] = sp.precision;
+    }
+    if (!sp.skipped.empty()) sj["skipped"] = sp.skipped;
+    if (!sp.not_run.empty()) sj["not_run"] = sp.not_run;
+    j["structural"] = sj;
+  } else {
+    j["structural"] = nullptr;
   }
   nlohmann::json cells = nlohmann::json::array();
   for (size_t t = 0; t < r.leak_map.size(); ++t)
@@ -611,6 +704,9 @@ std::string headline_name(const Violation& v, const AuditResult& r) {
     return fmt::format("LENGTH-DEPENDENT (y_{} of a prefix of length {} differs by {:.3g})", e.position, e.prefix_len,
                        e.effect);
   if (v.kind == "batch") return fmt::format("BATCH-COUPLED (rows of a batch mix, {} mode)", e.mode);
+  if (v.kind == "structural")
+    return fmt::format("STRUCTURALLY LEAKY (horizon {} through {}, exactly zero in these weights)", v.horizon,
+                       r.structural ? name_list(r.structural->tensors) : std::string("a zero tensor"));
   if (v.kind == "window")
     return fmt::format("WINDOW EXCEEDED (reads {} back, the window allows {})", v.horizon, v.allowed);
   if (v.kind == "incremental") {
@@ -657,6 +753,13 @@ std::string summarize(const AuditResult& r) {
                      r.gradient.agrees ? "agrees" : "DISAGREES");
   else if (!r.gradient.not_run.empty())
     s += fmt::format("  gradient check: not run ({})\n", r.gradient.not_run);
+  if (r.structural && r.structural->ran)
+    s += fmt::format("  structural pass: {} (horizon {}) with {} redrawn\n", r.structural->verdict,
+                     r.structural->leak_horizon, name_list(r.structural->tensors));
+  else if (r.structural && !r.structural->not_run.empty())
+    s += fmt::format("  structural pass: not run ({})\n", r.structural->not_run);
+  else if (r.structural && r.structural->weights_as_given)
+    s += "  structural pass: skipped (--weights-as-given)\n";
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   if (!r.outputs.empty()) {
     s += fmt::format("  outputs ({}; the lines above are the worst, {}):\n", r.outputs.size(),
