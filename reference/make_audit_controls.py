@@ -41,8 +41,6 @@ TRAIN_SEED = 1234          # RNG seed re-set before each paired train-mode pass
 TOL_F64 = 1e-9             # relative (to max |y|) change that counts as a dependence in float64
 FLOOR_MARGIN = 100         # ... unless the model's float64 floor is higher: then margin x floor
 FLOAT32_SIZED = 1e-11      # a float64 floor above this is float32-sized (a float32 island)
-FLOOR_STEP = 2e-7          # the floor's jitter step and segments (src/audit/precision_switch.h)
-FLOOR_SEGMENTS = 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -837,6 +835,12 @@ def perturb(x: torch.Tensor, kind: str, n: int, s: int, gen: torch.Generator) ->
     else:
         x2[:, s] = x2[:, s] + torch.randn(x.size(0), x.size(2), generator=gen, dtype=torch.float64).to(x.dtype)
     return x2
+
+
+# The floor's jitter step and segments (src/audit/precision_switch.h). Defined here, below every
+# model class: the saved files record their classes' source lines.
+FLOOR_STEP = 2e-7
+FLOOR_SEGMENTS = 8
 
 
 def precision_floor(path: str, spec: str, L: int, delta: float = FLOOR_STEP, segments: int = FLOOR_SEGMENTS) -> float:

@@ -24,12 +24,13 @@
 namespace grassaudit {
 
 // Relative jitter step of the floor measurement: above an ulp of float32 (6e-8 .. 1.2e-7), so
-// every jittered value rounds afresh at every step, a float32 island included; the
-// Richardson-cancelled smooth terms (O(delta^4)) are then far below any floor. As small as that
-// allows, because what a step does to a piecewise-linear model is cross a kink (a ReLU unit whose
-// input passes zero) with a chance proportional to the step: each segment of the measurement
-// (Prober::precision_floor) spans 4 steps, a fifth of what the single stencil at 1e-6 spanned.
-// float32 (when float64 is unavailable): ~10 float32 ulps.
+// the values a forward computes move by an ulp of float32 or more at every step and round
+// afresh, a float32 island included; the Richardson-cancelled smooth terms (O(delta^4)) are
+// then far below any floor. As small as that allows, because what a step does to a
+// piecewise-linear model is cross a kink (a ReLU unit whose input passes zero) with a chance
+// proportional to the step: each segment of the measurement (Prober::precision_floor) spans 4
+// steps, a fifth of what the single stencil at 1e-6 spanned. float32 (when float64 is
+// unavailable): ~10 float32 ulps.
 constexpr double kFloorJitter64 = 2e-7;
 constexpr double kFloorJitter32 = 1e-6;
 // Segments along the jitter line: a kink-crossing residual counts only if every one of them
