@@ -14,7 +14,7 @@ audits/soundness.json`, and tests/audit/test_soundness_controls.cpp).
     alpha = 0) over an unmasked attention and a masked one: causal as given, and the structural
     pass (those tensors redrawn) finds the unmasked one leaky; brute force on a redrawn copy.
   * Piecewise-linear models in float64 (the precision floor used to read the ReLU kinks its
-    jitter crossed as rounding): a wide ReLU MLP, a causal nn.TransformerEncoder with its default
+    jitter crossed as rounding): an FFT convolution + wide ReLU MLP, a causal nn.TransformerEncoder with its default
     (ReLU) activation, and a causal convolution + wide ReLU layer with a real future leak of about
     1e-7 of the output scale (leaky, horizon 1), each with a float64-sized floor.
 
@@ -80,15 +80,23 @@ def with_running_stats(model: nn.Module) -> nn.Module:
 
 
 class WideReluMlp(nn.Module):
-    """Position-wise Linear(4, 4096) -> ReLU -> Linear(4096, 2): causal, piecewise linear."""
+    """A causal long convolution by FFT of size 2L (Hyena-style: causal, with rounding-level
+    cross-talk from the future, so the audit re-runs in float64 and measures its floor), then a
+    wide ReLU MLP Linear(4, 4096) -> ReLU -> Linear(4096, 2): causal, piecewise linear."""
 
     def __init__(self, width: int = 4096):
         super().__init__()
+        decay = torch.exp(-torch.arange(mac.MAX_LEN, dtype=torch.float32) / 8.0)
+        self.kernel = nn.Parameter(torch.randn(C_IN, mac.MAX_LEN) * decay * 0.5)
         self.inp = nn.Linear(C_IN, width)
         self.out = nn.Linear(width, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(F.relu(self.inp(x)))
+        L = x.size(1)
+        k = self.kernel[:, :L].t()
+        conv = torch.fft.irfft(torch.fft.rfft(x, n=2 * L, dim=1) * torch.fft.rfft(k, n=2 * L, dim=0).unsqueeze(0),
+                               n=2 * L, dim=1)[:, :L]
+        return self.out(F.relu(self.inp(x + conv)))
 
 
 class CausalEncoder(nn.Module):
@@ -191,9 +199,10 @@ NORMS = [
 ]
 
 PIECEWISE = [
-    ("relu-mlp-float64", "relu_mlp_float64.pt", lambda: WideReluMlp(), 64,
-     "A wide position-wise ReLU MLP: causal; its float64 floor is rounding (~1e-16), not the kinks the floor's "
-     "jitter crosses.", 0),
+    ("relu-mlp-float64", "relu_mlp_float64.pt", lambda: WideReluMlp(), 32,
+     "A causal FFT long convolution (size 2L, rounding-level cross-talk: the audit decides in float64 and measures "
+     "its floor) feeding a wide ReLU MLP: causal, rounding only; its float64 floor is rounding (~1e-16), not the "
+     "kinks the floor's jitter crosses (a single stencil at 1e-6 read ~1e-9: float32-sized, threshold 1e-7).", 0),
     ("transformer-encoder-relu", "transformer_encoder_relu.pt", lambda: CausalEncoder(), 64,
      "nn.TransformerEncoder with its default activation (ReLU) under a causal mask: causal, float64-sized floor "
      "(it computes in float64 after conversion).", 0),
@@ -240,15 +249,15 @@ def gradient_horizon(path: str, L: int, train: bool, tol: float) -> int:
     m.train(train)
     gen = torch.Generator().manual_seed(5000 + L)
     x = torch.randn(1, L, C_IN, generator=gen, dtype=torch.float64)
-    w = None
+    # One forward, a backward per output: from its second call on, TorchScript 1.13's optimised
+    # plan gave this FFT model a wrong gradient (0.1 on the future of a causal convolution).
     G = torch.zeros(L, L, dtype=torch.float64)
+    e = x.clone().requires_grad_(True)
+    torch.manual_seed(mac.TRAIN_SEED)
+    y = m(e).reshape(1, L, -1)
+    w = torch.randn(y.size(2), generator=gen, dtype=torch.float64)
     for t in range(L):
-        e = x.clone().requires_grad_(True)
-        torch.manual_seed(mac.TRAIN_SEED)
-        y = m(e).reshape(1, L, -1)
-        if w is None:
-            w = torch.randn(y.size(2), generator=gen, dtype=torch.float64)
-        (g,) = torch.autograd.grad((y[0, t] * w).sum(), e)
+        (g,) = torch.autograd.grad((y[0, t] * w).sum(), e, retain_graph=True)
         G[t] = g[0].norm(dim=-1)
     rel = G / G.max()
     horizon = 0
@@ -403,7 +412,7 @@ def main() -> None:
                              "convolution with BatchNorm1d (with and without running statistics), GroupNorm and "
                              "InstanceNorm1d over [B, C, T], LayerNorm over channels, each audited in eval, train "
                              "and both modes, with the gradient method on and off; and piecewise-linear float64 "
-                             "models (a wide ReLU MLP, a causal nn.TransformerEncoder with ReLU, a causal conv + "
+                             "models (a causal FFT convolution + wide ReLU MLP, a causal nn.TransformerEncoder with ReLU, a causal conv + "
                              "ReLU model with a 1e-7 future leak) whose precision floor must be rounding, not "
                              "kinks; and branches switched off by an exactly-zero parameter (a zero-initialised "
                              "output projection, ReZero alpha = 0) over an unmasked attention (structurally leaky) "

@@ -636,7 +636,7 @@ nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
     nlohmann::json vj{{"kind", v.kind}, {"evidence", evidence_json(v.evidence)}};
-    if (v.kind == "future" || v.kind == "window") {
+    if (v.kind == "future" || v.kind == "window" || v.kind == "structural") {
       vj["horizon"] = v.horizon;
       vj["allowed"] = v.allowed;
     }
