@@ -837,11 +837,20 @@ def perturb(x: torch.Tensor, kind: str, n: int, s: int, gen: torch.Generator) ->
     return x2
 
 
-def precision_floor(path: str, spec: str, L: int, delta: float = 1e-6) -> float:
+# The floor's jitter step and segments (src/audit/precision_switch.h). Defined here, below every
+# model class: the saved files record their classes' source lines.
+FLOOR_STEP = 2e-7
+FLOOR_SEGMENTS = 8
+
+
+def precision_floor(path: str, spec: str, L: int, delta: float = FLOOR_STEP, segments: int = FLOOR_SEGMENTS) -> float:
     """The rounding floor of the model's float64 forward (eval mode, 2 rows): every parameter
-    scaled by 1 + k*delta*u (u ~ N(0,1) fixed, k = -2..2); D2(d) - D2(2d)/4 of the second
-    differences cancels the smooth d^2 term and leaves rounding, relative to max |y|: ~1e-15 for a
-    true float64 forward, ~1e-8 with a float32 island. The audit measures the same thing its own way."""
+    scaled by 1 + k*delta*u (u ~ N(0,1) fixed, k = -2G..2G along one line, G segments of 5 samples
+    sharing only their endpoints); in each segment D2(d) - D2(2d)/4 of the second differences
+    cancels the smooth d^2 term and leaves rounding; per output the least over the segments (a
+    kink crossed in one segment -- ReLU, max, clamp, abs -- does not reach the others), the
+    largest of those relative to max |y|: ~1e-15 for a true float64 forward, ReLU included, ~1e-8
+    with a float32 island. The audit measures the same thing its own way (Prober::precision_floor)."""
     kind, n = parse_input(spec)
     m = torch.jit.load(path)
     m.to(torch.float64)
@@ -852,17 +861,23 @@ def precision_floor(path: str, spec: str, L: int, delta: float = 1e-6) -> float:
     orig = [p.detach().clone() for p in params]
     dirs = [torch.randn(p.shape, generator=gen, dtype=p.dtype) for p in params]
     xdir = torch.randn(x.shape, generator=gen, dtype=torch.float64) if kind == "features" else None
+    K = 2 * segments
     ys = {}
     with torch.no_grad():
-        for k in (0, 1, -1, 2, -2):
+        for k in range(-K, K + 1):
             for p, o, u in zip(params, orig, dirs):
                 p.copy_(o * (1 + k * delta * u))
             ys[k] = m(x if xdir is None else x * (1 + k * delta * xdir)).to(torch.float64)
         for p, o in zip(params, orig):
             p.copy_(o)
-    d2 = ys[1] + ys[-1] - 2 * ys[0]
-    d2_twice = ys[2] + ys[-2] - 2 * ys[0]
-    return ((d2 - d2_twice / 4).abs().max() / ys[0].abs().max()).item()
+    least = None
+    for g in range(segments):
+        c = -K + 2 + 4 * g
+        d2 = ys[c + 1] + ys[c - 1] - 2 * ys[c]
+        d2_twice = ys[c + 2] + ys[c - 2] - 2 * ys[c]
+        r = (d2 - d2_twice / 4).abs()
+        least = r if least is None else torch.minimum(least, r)
+    return (least.max() / ys[0].abs().max()).item()
 
 
 def probe(path: str, spec: str, L: int, train: bool, dtype, tol: float = TOL_F64) -> Dict:

@@ -319,7 +319,7 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   return out;
 }
 
-Prober::Floor Prober::precision_floor(int64_t L, double delta) {
+Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   at::NoGradGuard no_grad;
   target_.set_train(false);
   Floor out;
@@ -334,6 +334,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta) {
   }
   out.tensors = static_cast<int64_t>(params.size());
   out.inputs = in_.kind == InputSpec::Kind::kFeatures;
+  out.segments = segments;
   if (params.empty() && !out.inputs) {
     out.why = "nothing to jitter: token inputs and no floating parameters";
     return out;
@@ -342,12 +343,33 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta) {
   auto restore = [&] {
     for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i]);
   };
-  std::map<int, at::Tensor> y;  // k -> y(k delta) [2, L, K], float64
+  // Samples y(k delta), k = -2G .. 2G, along one line; segment g is the five samples centred on
+  // c_g = -2G + 2 + 4g (neighbouring segments share an endpoint, no more). Its residual
+  // |D2(delta) - D2(2 delta)/4| at c_g (a fourth difference: constant to cubic terms cancel, so
+  // smooth arithmetic leaves O(delta^4), nothing) is what rounding does there. Per output
+  // element the floor is the least residual over the G segments: rounding is in every segment
+  // (every value moves by an ulp of float32 or more per step, so each sample rounds afresh), a
+  // kink (ReLU, max-pooling, clamp, abs) or a jump (hard routing) crossed between two samples is
+  // in the one segment holding both. A non-smooth residual survives only where every segment
+  // crosses one, so the floor of a piecewise-linear float64 model is its rounding.
+  const int G = std::max(1, segments);
+  const int K = 2 * G;
+  std::map<int, at::Tensor> y;  // k -> y(k delta) [2, L, K], float64; the current segment's five
+  at::Tensor least;             // per element, the least segment residual so far
+  double scale = 1e-300;
   try {
-    for (int k : {0, 1, -1, 2, -2}) {
+    for (int k = -K; k <= K; ++k) {
       const double s = k * delta;
       for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i] * (1 + s * directions[i]));
       y[k] = run(out.inputs ? (x * (1 + s * x_dir)).contiguous() : x).to(at::kDouble);
+      if (k == 0) scale = std::max(y[0].abs().max().item<double>(), 1e-300);
+      const int c = k - 2;  // a segment's centre once its last sample is in
+      if ((c + K - 2) % 4 != 0 || c - 2 < -K) continue;
+      const auto d2 = y[c + 1] + y[c - 1] - 2 * y[c];
+      const auto d2_twice = y[c + 2] + y[c - 2] - 2 * y[c];
+      const auto residual = (d2 - d2_twice / 4).abs();
+      least = least.defined() ? at::minimum(least, residual) : residual;
+      for (int j = c - 2; j < c + 2; ++j) y.erase(j);  // c + 2 starts the next segment
     }
   } catch (const InputError& e) {
     restore();
@@ -355,10 +377,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta) {
     return out;
   }
   restore();
-  const auto d2 = y[1] + y[-1] - 2 * y[0];
-  const auto d2_twice = y[2] + y[-2] - 2 * y[0];
-  const double scale = std::max(y[0].abs().max().item<double>(), 1e-300);
-  out.value = (d2 - d2_twice / 4).abs().max().item<double>() / scale;
+  out.value = least.max().item<double>() / scale;
   out.measurable = true;
   return out;
 }
@@ -395,19 +414,44 @@ double Prober::past_effect(int64_t L) {
   return worst;
 }
 
+namespace {
+// The target's state held for one forward and its backward, put back when both are done (also
+// when either throws): BatchNorm saves its running statistics for the backward, so putting
+// them back in place between the two voids the backward ("modified by an inplace operation").
+class StateHold {
+ public:
+  explicit StateHold(AuditTarget& t) : t_(t) { t_.hold_state(true); }
+  ~StateHold() {
+    try {
+      t_.hold_state(false);
+    } catch (...) {
+    }
+  }
+  StateHold(const StateHold&) = delete;
+  StateHold& operator=(const StateHold&) = delete;
+
+ private:
+  AuditTarget& t_;
+};
+}  // namespace
+
 // One base sequence [1, L(, C)] expanded to chunks of rows [n, L(, C)]; row i picks output t_i.
-std::vector<std::vector<double>> Prober::gradient_map(int64_t L) {
-  target_.set_train(false);
+std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode) {
+  const bool train = mode == AuditMode::kTrain;
+  target_.set_train(train);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 29);
   auto base = random_inputs(1, L, gen);
   std::vector<std::vector<double>> G(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(L), 0.0));
   at::Tensor w;
-  // Rows that mix in eval mode: one output position per pass, so row i's gradient is its own.
-  const int64_t chunk = isolated(AuditMode::kEval) ? 1 : std::max<int64_t>(1, opt_.batch);
+  // Rows that mix in this mode: one output position per pass, so row i's gradient is its own.
+  const int64_t chunk = isolated(mode) ? 1 : std::max<int64_t>(1, opt_.batch);
+  const uint64_t seed = opt_.seed ^ 0x6A09E667F3BCC909ULL;
   for (int64_t start = 0; start < L; start += chunk) {
     const int64_t n = std::min(chunk, L - start);
     auto x = base.expand(base.dim() == 2 ? std::vector<int64_t>{n, L} : std::vector<int64_t>{n, L, base.size(2)})
                  .contiguous();
+    StateHold hold(target_);
+    if (train) at::manual_seed(seed);  // the map does not depend on what drew from the RNG before
     auto e = target_.embed(x).detach().clone().requires_grad_(true);
     auto y = target_.forward_from_embedding(e);
     y = y.reshape({n, L, -1});

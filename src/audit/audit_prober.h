@@ -135,20 +135,24 @@ class Prober {
 
   // The model's own rounding floor in the target's current dtype (eval mode, two random rows
   // [2, L]): every floating parameter and a features input scaled by (1 + k delta u), u ~ N(0, 1)
-  // fixed, k = -2..2; the second difference y(+d) + y(-d) - 2 y(0) of smooth arithmetic is
-  // c d^2 + rounding, so D2(d) - D2(2d) / 4 cancels the c d^2 term and leaves what rounding
-  // does when every value moves by more than an ulp of its precision: ~1e-15 (relative to
-  // max |y|) for a true float64 forward, ~1e-8 when part of it runs in float32. Jittered
-  // tensors are restored bit for bit. measurable false: nothing to jitter (token inputs and no
-  // parameters) or the jittered forward failed (`why`).
+  // fixed, k = -2G .. 2G along one line, cut into G segments of five samples that share only
+  // their endpoints. In each segment the second difference y(+d) + y(-d) - 2 y(0) of smooth
+  // arithmetic is c d^2 + rounding, so D2(d) - D2(2d) / 4 cancels the c d^2 term and leaves what
+  // rounding does when every value moves by more than an ulp of its precision. Per output
+  // element the least of the G residuals is kept (a kink or jump crossed inside one segment does
+  // not reach the others), and the floor is the largest of those relative to max |y|: ~1e-15 for
+  // a true float64 forward, ReLU networks included, ~1e-8 when part of it runs in float32.
+  // Jittered tensors are restored bit for bit. measurable false: nothing to jitter (token inputs
+  // and no parameters) or the jittered forward failed (`why`).
   struct Floor {
     double value = 0;
     int64_t tensors = 0;      // parameter tensors jittered
     bool inputs = false;      // a features input jittered too
+    int segments = 1;         // G
     bool measurable = false;
     std::string why;
   };
-  Floor precision_floor(int64_t L, double delta);
+  Floor precision_floor(int64_t L, double delta, int segments);
 
   // A forward pass of one random [1, L] input in the current dtype: empty, or why it failed.
   std::string try_forward(int64_t L);
@@ -156,9 +160,11 @@ class Prober {
   // Non-vacuity: replace the first half, keep the rest; how much do later outputs move?
   double past_effect(int64_t L);
 
-  // Method 2: row i differentiates <w, y_{t_i}> w.r.t. every input embedding; entries s > t_i
-  // must vanish. Returns G[t][s] = ||d<w, y_t>/d e_s||.
-  std::vector<std::vector<double>> gradient_map(int64_t L);
+  // Method 2 in `mode` (train mode: the RNG reset before each pass): row i differentiates
+  // <w, y_{t_i}> w.r.t. every input embedding; entries s > t_i must vanish. Returns
+  // G[t][s] = ||d<w, y_t>/d e_s||. The target's state is held from each forward until its
+  // backward is done and put back after it (AuditTarget::hold_state).
+  std::vector<std::vector<double>> gradient_map(int64_t L, AuditMode mode = AuditMode::kEval);
 
  private:
   // random_inputs in the target's current dtype, from the audit's own generator (not the global one).

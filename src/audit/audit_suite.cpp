@@ -50,7 +50,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     bool incremental = false;
     std::optional<int64_t> expect_past;
     std::optional<std::vector<std::string>> expect_violations;
-    std::optional<std::string> refused;
+    std::optional<std::string> refused, expect_gradient, expect_structural;
     try {
       res.name = c.at("name").get<std::string>();
       model_path = (dir / c.at("model").get<std::string>()).string();
@@ -61,6 +61,8 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
         inputs.push_back(InputBinding::parse(c.at("input").get<std::string>()));
       time_axis = c.value("time_axis", int64_t{1});
       incremental = c.value("incremental", false);  // also audit init_state/step (audit/incremental_audit.h)
+      opt.gradient_check = c.value("gradient_check", base.gradient_check);  // false: --no-gradient-check
+      opt.structural = !c.value("weights_as_given", !base.structural);       // true: --weights-as-given
       if (c.contains("output")) output = c["output"].get<std::string>();
       opt.seq_len = c.at("seq_len").get<int64_t>();
       // A traced file runs at its traced length only: its case lists the lengths to audit.
@@ -89,6 +91,18 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       if (e.contains("train_from_eval")) expect_train_from_eval = e["train_from_eval"].get<bool>();
       if (e.contains("float32_sized_floor")) expect_f32_floor = e["float32_sized_floor"].get<bool>();
       if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
+      if (e.contains("gradient_check")) {
+        expect_gradient = e["gradient_check"].get<std::string>();
+        if (*expect_gradient != "agrees" && *expect_gradient != "disagrees" && *expect_gradient != "not run" &&
+            *expect_gradient != "off")
+          throw InputError(fmt::format("case {}: expect.gradient_check must be agrees, disagrees, not run or off",
+                                       res.name));
+      }
+      if (e.contains("structural")) {
+        expect_structural = e["structural"].get<std::string>();
+        if (*expect_structural != "leaky" && *expect_structural != "causal" && *expect_structural != "none")
+          throw InputError(fmt::format("case {}: expect.structural must be leaky, causal or none", res.name));
+      }
       if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
       if (c.contains("contract")) {
         const auto& k = c["contract"];
@@ -162,6 +176,21 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     const bool proven = r.train_mode_proof && r.train_mode_proof->proven;
     if (expect_train_from_eval && proven != *expect_train_from_eval)
       off.push_back(fmt::format("train-mode proof {} != {}", proven, *expect_train_from_eval));
+    if (expect_gradient) {
+      const std::string got = r.gradient.ran ? (r.gradient.agrees ? "agrees" : "disagrees")
+                              : r.gradient.not_run.empty() ? "off"
+                                                           : "not run";
+      if (got != *expect_gradient)
+        off.push_back(fmt::format("gradient check {} != {}{}", got, *expect_gradient,
+                                  r.gradient.not_run.empty() ? "" : " (" + r.gradient.not_run + ")"));
+    }
+    if (expect_structural) {
+      const std::string got = r.structural && r.structural->ran ? r.structural->verdict : "none";
+      if (got != *expect_structural)
+        off.push_back(fmt::format("structural pass {} != {}{}", got, *expect_structural,
+                                  r.structural && !r.structural->not_run.empty() ? " (" + r.structural->not_run + ")"
+                                                                                 : ""));
+    }
     if (expect_violations && kinds != *expect_violations)
       off.push_back(fmt::format("violations [{}] != [{}]", fmt::join(kinds, ","), fmt::join(*expect_violations, ",")));
     res.pass = off.empty();

@@ -5,10 +5,14 @@
 //  [NAME=]KIND per forward argument), "time_axis"?, "output"? (one leaf path), "seq_len",
 //  "seq_lens"? (the lengths to audit instead of the schedule: a traced file runs at its traced
 //  length only), "mode": eval|train|both, "contract"?: {"lookahead"?, "window"?},
+//  "gradient_check"? (false: the gradient method off for this case, --no-gradient-check),
+//  "weights_as_given"? (true: no structural pass, --weights-as-given),
 //  "expect": {"refused": state|nondeterministic} (the audit must refuse it, exit 2, for that reason), or
 //  {"verdict", "leak_horizon", "rounding_only"?, "violations"? (kinds, in the audit's
 //  order: future, length, batch, window), "length_dependent"?, "batch_coupled"?, "past_horizon"?,
-//  "train_from_eval"? (the train-mode proof holds: train mode may be taken from eval mode)}}, ...]}
+//  "train_from_eval"? (the train-mode proof holds: train mode may be taken from eval mode),
+//  "gradient_check"? (agrees | disagrees | not run | off: what the gradient method said),
+//  "structural"? (leaky | causal | none: the structural pass's verdict, none when it did not run)}}, ...]}
 // A suite may name its "producer" ("PyTorch 1.13.0a0"): rounding_only is then compared only on a
 // LibTorch of that major.minor (it describes the float32 kernels, not the model).
 // Unknown keys inside a case are allowed (generators record how expectations were checked).

@@ -36,6 +36,14 @@ class IncrementalRun {
   virtual at::Tensor step(const at::Tensor& x) = 0;
 };
 
+// A parameter tensor the structural pass redrew (causality_audit.h): exactly zero in the weights
+// given, drawn from N(0, scale^2) for the pass and put back to zero after it.
+struct RedrawnTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  double scale = 0;       // the RMS of its siblings (see redraw_zero_parameters)
+};
+
 class AuditTarget {
  public:
   virtual ~AuditTarget() = default;
@@ -83,6 +91,22 @@ class AuditTarget {
   virtual std::string changed_state() { return {}; }
   virtual void restore_state() {}
   virtual void end_state_tracking() {}
+  // While held, a forward leaves the state where it put it: a pass whose backward is still to
+  // come (the gradient method) saved those buffers for it, and putting the record back in place
+  // would bump their version and void the backward. Releasing puts the record back once.
+  virtual void hold_state(bool hold) { (void)hold; }
+  // The structural pass: every floating parameter tensor that is exactly zero (biases aside: a
+  // bias multiplies nothing, so its zero switches no path off) redrawn from N(0, s^2), s the RMS
+  // of the non-zero parameters of the closest enclosing module that has any (the whole model at
+  // the top; 0.02 when every parameter is zero), from a generator seeded with `seed`. Returns
+  // what was redrawn; empty: nothing is exactly zero, or the target cannot redraw (the default).
+  // restore_redrawn_parameters puts the zeros back, bit for bit.
+  virtual bool supports_structural_pass() const { return false; }
+  virtual std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) {
+    (void)seed;
+    return {};
+  }
+  virtual void restore_redrawn_parameters() {}
 };
 
 }  // namespace grassaudit

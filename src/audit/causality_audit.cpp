@@ -17,6 +17,7 @@
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 namespace grassaudit {
 
@@ -241,12 +242,13 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
   r.leak_map = leak_map_at(d, L);
 }
 
-// Method 2 at the main length L, in the target's current dtype (the decisive precision):
-// gradients of y_t with respect to inputs s > t, relative to the largest gradient, against the
-// same threshold as method 1. `main_horizon`: method 1's horizon at L, which it must match.
-GradientCheck gradient_check(Prober& prober, const AuditTarget& target, int64_t L, double threshold,
-                             int64_t main_horizon) {
-  const auto G = prober.gradient_map(L);  // G[t][s], L x L
+// Method 2 at the main length L in `mode`, in the target's current dtype (the decisive
+// precision): gradients of y_t with respect to inputs s > t, relative to the largest gradient,
+// against the same threshold as method 1. `mode_horizon`: method 1's horizon in that mode at L,
+// which it must match (a leak only train mode has is no disagreement with eval-mode gradients).
+GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMode mode, int64_t L, double threshold,
+                             int64_t mode_horizon) {
+  const auto G = prober.gradient_map(L, mode);  // G[t][s], L x L
   double max_all = 0, max_future = 0;
   int64_t horizon = 0;
   for (int64_t t = 0; t < L; ++t)
@@ -260,13 +262,82 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, int64_t 
     }
   GradientCheck g;
   g.ran = true;
+  g.mode = mode_name(mode);
   g.precision = dtype_name(target.dtype());
   g.max_future_grad = max_future;
   g.leak_horizon = horizon;
   const Verdict verdict = verdict_of(horizon);
   g.verdict = verdict_name(verdict);
-  g.agrees = verdict == verdict_of(main_horizon) && horizon == main_horizon;
+  g.agrees = verdict == verdict_of(mode_horizon) && horizon == mode_horizon;
   return g;
+}
+
+// Method 1's horizon in one mode at one length (0 when that table was not audited).
+int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
+  const auto it = d.decisive.tables.find({mode, len});
+  return it == d.decisive.tables.end() ? 0 : judge(it->second, d.threshold).horizon;
+}
+
+// "a", "a and b", "a, b and c".
+std::string name_list(const std::vector<RedrawnTensor>& t) {
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i > 0) out += i + 1 == t.size() ? " and " : ", ";
+    out += t[i].name;
+  }
+  return out;
+}
+
+std::string failure_line(const std::exception& e);
+
+// The structural pass (causality_audit.h: StructuralPass): the exactly-zero tensors redrawn, the
+// future audited again with the same contract, schedule and modes, the zeros put back however
+// it ends. It never ends the audit: a failure is reported in not_run.
+StructuralPass structural_pass(AuditTarget& target, const AuditOptions& opt) {
+  StructuralPass sp;
+  if (!opt.structural) {
+    sp.weights_as_given = true;
+    sp.skipped = "--weights-as-given: the weights were audited as given, exactly-zero tensors included";
+    return sp;
+  }
+  try {
+    sp.tensors = target.redraw_zero_parameters(opt.seed ^ 0x3C6EF372FE94F82BULL);
+    if (sp.tensors.empty()) {
+      sp.skipped = "no parameter tensor (biases aside) is exactly zero";
+      return sp;
+    }
+    AuditOptions so = opt;
+    so.structural = false;
+    so.gradient_check = false;
+    so.length_check = false;
+    so.past_horizon = false;
+    so.window.reset();
+    const AuditResult s = run_causality_audit(target, so);
+    sp.ran = true;
+    sp.leak_horizon = s.leak_horizon;
+    sp.max_effect = s.max_effect;
+    sp.precision = s.precision;
+    sp.verdict = verdict_name(s.leak_horizon > opt.lookahead ? Verdict::kLeaky : Verdict::kCausal);
+    for (const auto& v : s.violations)
+      if (v.kind == "future") sp.evidence = v.evidence;
+  } catch (const std::exception& e) {
+    sp.ran = false;
+    sp.not_run = failure_line(e);
+    if (sp.not_run.empty()) sp.not_run = "the structural pass failed";
+  }
+  try {
+    target.restore_redrawn_parameters();
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{}: the structural pass could not put the exactly-zero parameters back: {}",
+                                 target.describe(), failure_line(e)));
+  }
+  return sp;
+}
+
+// Why a check failed, in one line: LibTorch's own text without its backtrace.
+std::string failure_line(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return first_meaningful_line(c10->what_without_backtrace());
+  return first_meaningful_line(e.what());
 }
 
 // Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
@@ -287,12 +358,6 @@ Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
                         "reads x_{}",
                         ev.position, ev.effect, ev.cut, ev.mode, ev.seq_len, ev.precision, ev.position + r.leak_horizon);
   return ev;
-}
-
-int64_t horizon_at(const AuditResult& r, int64_t len) {
-  for (const auto& [l, h] : r.length_horizons)
-    if (l == len) return h;
-  return 0;
 }
 
 }  // namespace
@@ -409,14 +474,49 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
                       "so 'causal' says little about this model");
 
   if (opt.gradient_check && target.supports_gradient()) {
-    const int64_t main_h = horizon_at(r, L);
-    r.gradient = gradient_check(prober, target, L, decided.threshold, main_h);
-    if (!r.gradient.agrees)
-      r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}), perturbation at L={} says "
-                                    "horizon {}",
-                                    r.gradient.verdict, r.gradient.leak_horizon, L, main_h));
+    // A second opinion must not cost the first one: whatever stops the gradient method (a
+    // backward LibTorch refuses, a batch size the model does not run at) is reported, and the
+    // perturbation verdict stands.
+    const AuditMode grad_mode = opt.eval_mode ? AuditMode::kEval : AuditMode::kTrain;
+    const int64_t mode_h = table_horizon(decided, grad_mode, L);
+    try {
+      r.gradient = gradient_check(prober, target, grad_mode, L, decided.threshold, mode_h);
+    } catch (const std::exception& e) {
+      r.gradient = GradientCheck{};
+      r.gradient.mode = mode_name(grad_mode);
+      r.gradient.not_run = failure_line(e);
+      if (r.gradient.not_run.empty()) r.gradient.not_run = "the gradient pass failed";
+      try {
+        target.restore_state();
+      } catch (...) {
+      }
+    }
+    if (r.gradient.ran && !r.gradient.agrees)
+      r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
+                                    "L={} in {} mode says horizon {}",
+                                    r.gradient.verdict, r.gradient.leak_horizon, r.gradient.mode, L, r.gradient.mode,
+                                    mode_h));
   }
   timed("gradient");
+  if (target.supports_structural_pass()) {
+    r.structural = structural_pass(target, opt);
+    const StructuralPass& sp = *r.structural;
+    const std::string names = name_list(sp.tensors);
+    const bool one = sp.tensors.size() == 1;
+    if (sp.ran && sp.leak_horizon > std::max(opt.lookahead, r.leak_horizon)) {
+      Evidence ev = sp.evidence;
+      ev.text = fmt::format("the future is read through {}, which {} exactly zero in these weights: one training step "
+                            "makes it leak (with {} redrawn at the scale of {} siblings, {})",
+                            names, one ? "is" : "are", one ? "it" : "them", one ? "its" : "their", sp.evidence.text);
+      r.violations.push_back({"structural", sp.leak_horizon, opt.lookahead, ev});
+      r.verdict = verdict_name(Verdict::kLeaky);
+    } else if (sp.ran) {
+      r.notes.push_back(fmt::format("structural pass: {} exactly zero in these weights; redrawn at the scale of {} "
+                                    "siblings the model reads the future no further (horizon {})",
+                                    names + (one ? " is" : " are"), one ? "its" : "their", sp.leak_horizon));
+    }
+  }
+  timed("structural");
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
@@ -493,9 +593,30 @@ nlohmann::json to_json(const AuditResult& r) {
                            {"leak_horizon", r.gradient.leak_horizon},
                            {"max_future_grad", r.gradient.max_future_grad},
                            {"precision", r.gradient.precision},
+                           {"mode", r.gradient.mode},
                            {"agrees", r.gradient.agrees}};
+  } else if (!r.gradient.not_run.empty()) {
+    j["gradient_check"] = {{"verdict", nullptr}, {"not_run", r.gradient.not_run}, {"mode", r.gradient.mode}};
   } else {
     j["gradient_check"] = nullptr;
+  }
+  if (r.structural) {
+    const auto& sp = *r.structural;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : sp.tensors) tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"scale", t.scale}});
+    nlohmann::json sj{{"verdict", sp.ran ? nlohmann::json(sp.verdict) : nlohmann::json(nullptr)},
+                      {"leak_horizon", sp.ran ? nlohmann::json(sp.leak_horizon) : nlohmann::json(nullptr)},
+                      {"tensors_redrawn", tensors},
+                      {"weights_as_given", sp.weights_as_given}};
+    if (sp.ran) {
+      sj["max_effect"] = sp.max_effect;
+      sj["precision"] = sp.precision;
+    }
+    if (!sp.skipped.empty()) sj["skipped"] = sp.skipped;
+    if (!sp.not_run.empty()) sj["not_run"] = sp.not_run;
+    j["structural"] = sj;
+  } else {
+    j["structural"] = nullptr;
   }
   nlohmann::json cells = nlohmann::json::array();
   for (size_t t = 0; t < r.leak_map.size(); ++t)
@@ -515,7 +636,7 @@ nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
     nlohmann::json vj{{"kind", v.kind}, {"evidence", evidence_json(v.evidence)}};
-    if (v.kind == "future" || v.kind == "window") {
+    if (v.kind == "future" || v.kind == "window" || v.kind == "structural") {
       vj["horizon"] = v.horizon;
       vj["allowed"] = v.allowed;
     }
@@ -575,10 +696,50 @@ std::string leak_map_csv(const AuditResult& r) {
   return out;
 }
 
+namespace {
+// A violation other than a future leak, named in the headline by what it is, with its one fact.
+std::string headline_name(const Violation& v, const AuditResult& r) {
+  const Evidence& e = v.evidence;
+  if (v.kind == "length")
+    return fmt::format("LENGTH-DEPENDENT (y_{} of a prefix of length {} differs by {:.3g})", e.position, e.prefix_len,
+                       e.effect);
+  if (v.kind == "batch") return fmt::format("BATCH-COUPLED (rows of a batch mix, {} mode)", e.mode);
+  if (v.kind == "structural")
+    return fmt::format("STRUCTURALLY LEAKY (horizon {} through {}, exactly zero in these weights)", v.horizon,
+                       r.structural ? name_list(r.structural->tensors) : std::string("a zero tensor"));
+  if (v.kind == "window")
+    return fmt::format("WINDOW EXCEEDED (reads {} back, the window allows {})", v.horizon, v.allowed);
+  if (v.kind == "incremental") {
+    bool consistent = false;
+    if (!r.incremental_json.empty()) {
+      const auto j = nlohmann::json::parse(r.incremental_json, nullptr, /*allow_exceptions=*/false);
+      consistent = j.is_object() && j.value("consistent", false);
+    }
+    if (!consistent)
+      return fmt::format("incremental path INCONSISTENT (step() differs from forward() by {:.3g} at y_{})", e.effect,
+                         e.position);
+    return fmt::format("incremental path NOT ISOLATED (outputs moved by {:.3g}: state kept outside the passed state)",
+                       e.effect);
+  }
+  return v.kind + " VIOLATED";
+}
+}  // namespace
+
 std::string summarize(const AuditResult& r) {
-  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s)\n",
-                              r.target, r.leaky() ? "LEAKY" : "causal", r.leak_horizon, r.max_effect,
-                              r.probes, r.precision, r.seconds);
+  // The headline: the causality audit's own verdict (a future read beyond the contract), then
+  // every other violation by its own name, so a model whose only fault is its cache does not
+  // read as a future leak of horizon 0.
+  bool future = false;
+  std::string others;
+  for (const auto& v : r.violations) {
+    if (v.kind == "future")
+      future = true;
+    else
+      others += "; " + headline_name(v, r);
+  }
+  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s){}\n",
+                              r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
+                              r.precision, r.seconds, others);
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");
@@ -587,8 +748,18 @@ std::string summarize(const AuditResult& r) {
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   if (r.gradient.ran)
-    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {})\n", r.gradient.verdict,
-                     r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.agrees ? "agrees" : "DISAGREES");
+    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n", r.gradient.verdict,
+                     r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.mode,
+                     r.gradient.agrees ? "agrees" : "DISAGREES");
+  else if (!r.gradient.not_run.empty())
+    s += fmt::format("  gradient check: not run ({})\n", r.gradient.not_run);
+  if (r.structural && r.structural->ran)
+    s += fmt::format("  structural pass: {} (horizon {}) with {} redrawn\n", r.structural->verdict,
+                     r.structural->leak_horizon, name_list(r.structural->tensors));
+  else if (r.structural && !r.structural->not_run.empty())
+    s += fmt::format("  structural pass: not run ({})\n", r.structural->not_run);
+  else if (r.structural && r.structural->weights_as_given)
+    s += "  structural pass: skipped (--weights-as-given)\n";
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   if (!r.outputs.empty()) {
     s += fmt::format("  outputs ({}; the lines above are the worst, {}):\n", r.outputs.size(),

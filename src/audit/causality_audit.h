@@ -75,6 +75,10 @@ struct AuditOptions {
   // forward (AuditTarget::train_mode_proof), the train-mode batch, future and past tables are
   // the eval-mode ones instead of a second probe of the same arithmetic. Off: probe both.
   bool train_by_proof = true;
+  // The structural pass (StructuralPass below): parameters that are exactly zero are redrawn
+  // and the future audited again. Off (--weights-as-given): the weights are audited as given,
+  // for trained weights that are zero on purpose (pruning).
+  bool structural = true;
 };
 
 // Where a property was seen to break: the cell that shows it, in the precision that decided.
@@ -92,7 +96,7 @@ struct Evidence {
   bool empty() const { return text.empty(); }
 };
 
-// A broken property of the contract. kind: future | length | batch | window | incremental.
+// A broken property of the contract. kind: future | length | batch | window | structural | incremental.
 struct Violation {
   std::string kind;
   int64_t horizon = 0;   // future/window: the measured horizon; length/batch: 0
@@ -111,8 +115,14 @@ const char* mode_name(AuditMode m);
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
 std::vector<int64_t> audit_length_schedule(int64_t L);
 
+// Method 2, in one mode (eval when eval mode is audited, else train), compared with method 1's
+// horizon in that mode at the main length. A check that was asked for and could not run (its
+// backward failed, the model does not run at its batch size) says why in not_run; it never ends
+// the audit, and the perturbation verdict stands.
 struct GradientCheck {
   bool ran = false;
+  std::string not_run;          // attempted and failed: why (ran false)
+  std::string mode;             // mode_name(): the mode the gradients were taken in
   std::string verdict;          // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
   double max_future_grad = 0;   // relative to the largest gradient norm
@@ -120,6 +130,27 @@ struct GradientCheck {
   bool agrees = true;
 
   Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
+};
+
+// Vacuity of a switched-off path: a branch behind an exactly-zero parameter (a zero-initialised
+// output projection, ReZero's alpha = 0, adaLN-Zero's gate, a zeroed LM head) adds nothing at
+// these weights, so no perturbation or gradient sees what it reads; one training step later it
+// reads it. The structural pass redraws those tensors at the scale of their siblings
+// (AuditTarget::redraw_zero_parameters), audits the future again (same contract, schedule and
+// modes; no gradient, length or past check), and puts the zeros back. A future read beyond the
+// lookahead there that the weights as given do not show is a violation of its own kind,
+// `structural`.
+struct StructuralPass {
+  bool ran = false;
+  bool weights_as_given = false;       // --weights-as-given: skipped on request
+  std::vector<RedrawnTensor> tensors;  // redrawn (empty: none is exactly zero)
+  std::string skipped;                 // why it did not run (--weights-as-given, nothing zero)
+  std::string not_run;                 // it was tried and failed: why
+  std::string verdict;                 // verdict_name() of the future audit with the tensors redrawn
+  int64_t leak_horizon = 0;
+  double max_effect = 0;
+  std::string precision;
+  Evidence evidence;                   // its future evidence (when it leaks)
 };
 
 // One output leaf of a structured output (audit/model_signature.h), audited or skipped.
@@ -179,6 +210,7 @@ struct AuditResult {
   int64_t map_seq_len = 0;
   std::vector<std::vector<double>> leak_map;
   GradientCheck gradient;
+  std::optional<StructuralPass> structural;  // nullopt: the target cannot redraw its parameters
   std::string weights_sha256;
   std::string target;
 

@@ -56,7 +56,7 @@ bool PrecisionSwitch::to_float64() {
 
 void PrecisionSwitch::measure_floor(bool float64) {
   const double delta = float64 ? kFloorJitter64 : kFloorJitter32;
-  const Prober::Floor f = prober_.precision_floor(L_, delta);
+  const Prober::Floor f = prober_.precision_floor(L_, delta, kFloorSegments);
   PrecisionFloor pf;
   pf.precision = float64 ? "float64" : dtype_name(own_);
   pf.measured = f.measurable;
@@ -65,9 +65,10 @@ void PrecisionSwitch::measure_floor(bool float64) {
     std::string what = f.tensors > 0 ? fmt::format("{} parameter tensor{}", f.tensors, f.tensors == 1 ? "" : "s") : "";
     if (f.inputs) what += what.empty() ? "the features input" : " and the features input";
     pf.method = fmt::format(
-        "{} scaled by 1 + k*{:g}*N(0,1), k = -2..2, eval mode, 2 rows at L={}: max |D2(d) - D2(2d)/4| relative to "
-        "max |y|, D2 the second difference (smooth terms cancel, rounding stays)",
-        what, delta, L_);
+        "{} scaled by 1 + k*{:g}*N(0,1), k = -{}..{} in {} segments of 5 samples, eval mode, 2 rows at L={}: max over "
+        "outputs of the least over segments of |D2(d) - D2(2d)/4| relative to max |y|, D2 the second difference "
+        "(smooth terms cancel, rounding stays; a kink crossed in one segment does not reach the others)",
+        what, delta, 2 * f.segments, 2 * f.segments, f.segments, L_);
   } else {
     pf.method = "not measured: " + f.why;
   }

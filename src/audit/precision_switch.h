@@ -23,11 +23,20 @@
 
 namespace grassaudit {
 
-// Relative jitter of the floor measurement: far above an ulp of the precision measured (so every
-// jittered value rounds afresh; a float32 island included) and small enough that the
-// Richardson-cancelled smooth terms (O(delta^4)) stay far below the floor.
-constexpr double kFloorJitter64 = 1e-6;
-constexpr double kFloorJitter32 = 1e-4;
+// Relative jitter step of the floor measurement: above an ulp of float32 (6e-8 .. 1.2e-7), so
+// the values a forward computes move by an ulp of float32 or more at every step and round
+// afresh, a float32 island included; the Richardson-cancelled smooth terms (O(delta^4)) are
+// then far below any floor. As small as that allows, because what a step does to a
+// piecewise-linear model is cross a kink (a ReLU unit whose input passes zero) with a chance
+// proportional to the step: each segment of the measurement (Prober::precision_floor) spans 4
+// steps, a fifth of what the single stencil at 1e-6 spanned. float32 (when float64 is
+// unavailable): ~10 float32 ulps.
+constexpr double kFloorJitter64 = 2e-7;
+constexpr double kFloorJitter32 = 1e-6;
+// Segments along the jitter line: a kink-crossing residual counts only if every one of them
+// crosses a kink on the same output (chance p^G for a chance p per segment), while rounding is
+// in all of them. 8 segments: 33 forward passes of 2 rows at the main length.
+constexpr int kFloorSegments = 8;
 constexpr double kFloorMargin = 100;        // threshold = max(base, margin x floor)
 constexpr double kLeakFloor32 = 1e-6;       // float32 fallback: the least threshold (~17 ulps)
 constexpr double kFloat32SizedFloor = 1e-11;  // a float64 floor above this is float32-sized

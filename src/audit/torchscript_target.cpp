@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <cmath>
 #include <set>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
@@ -108,7 +109,7 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
 
 at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
-  if (restore_) restore_state();
+  if (restore_ && !held_) restore_state();
   try {
     return signature_.leaf(out, output_path_);
   } catch (const InputError& e) {
@@ -375,8 +376,79 @@ void TorchScriptTarget::restore_state() {
 void TorchScriptTarget::end_state_tracking() {
   if (!tracking_) return;
   restore_state();
-  tracking_ = restore_ = false;
+  tracking_ = restore_ = held_ = false;
   state_.clear();
+}
+
+void TorchScriptTarget::hold_state(bool hold) {
+  const bool release = held_ && !hold;
+  held_ = hold;
+  if (release && restore_) restore_state();
+}
+
+namespace {
+bool exactly_zero(const at::Tensor& t) {
+  return at::isFloatingType(t.scalar_type()) && t.numel() > 0 && !t.ne(0).any().item<bool>();
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+void set_parameter(torch::jit::Module& m, const std::string& name, const at::Tensor& value) {
+  for (const auto& p : m.named_parameters(/*recurse=*/true))
+    if (p.name == name) {
+      p.value.detach().copy_(value.to(p.value.scalar_type()));
+      return;
+    }
+}
+}  // namespace
+
+std::vector<RedrawnTensor> TorchScriptTarget::redraw_zero_parameters(uint64_t seed) {
+  at::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  for (const auto& p : module_->named_parameters(/*recurse=*/true)) params.emplace_back(p.name, p.value);
+  std::vector<bool> zero(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) zero[i] = exactly_zero(params[i].second);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<RedrawnTensor> out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, value] = params[i];
+    if (!zero[i] || ends_with(name, "bias")) continue;
+    // The siblings: the non-zero floating parameters under the closest enclosing module that has
+    // any (an attention's other projections for its output projection, a block's layers for its
+    // ReZero alpha), so the redrawn tensor is as large as what the model keeps beside it.
+    double scale = 0;
+    std::string prefix = name;
+    while (!(scale > 0)) {
+      const auto dot = prefix.rfind('.');
+      prefix = dot == std::string::npos ? "" : prefix.substr(0, dot);
+      double sum = 0;
+      int64_t n = 0;
+      for (size_t j = 0; j < params.size(); ++j) {
+        if (zero[j] || !at::isFloatingType(params[j].second.scalar_type())) continue;
+        if (!prefix.empty() && params[j].first.rfind(prefix + ".", 0) != 0) continue;
+        sum += params[j].second.to(at::kDouble).pow(2).sum().item<double>();
+        n += params[j].second.numel();
+      }
+      if (n > 0) scale = std::sqrt(sum / static_cast<double>(n));
+      if (prefix.empty()) break;
+    }
+    if (!(scale > 0)) scale = 0.02;  // every parameter is zero: a usual initial scale
+    const at::Tensor drawn = at::randn(value.sizes(), gen, at::TensorOptions().dtype(at::kDouble)) * scale;
+    redrawn_.emplace_back(name, value.detach().clone());  // before the draw overwrites it
+    set_parameter(*module_, name, drawn);
+    if (module64_) set_parameter(*module64_, name, drawn);
+    out.push_back(RedrawnTensor{name, value.sizes().vec(), scale});
+  }
+  return out;
+}
+
+void TorchScriptTarget::restore_redrawn_parameters() {
+  at::NoGradGuard no_grad;
+  for (const auto& [name, zeros] : redrawn_) {
+    set_parameter(*module_, name, zeros);
+    if (module64_) set_parameter(*module64_, name, zeros);
+  }
+  redrawn_.clear();
 }
 
 std::string TorchScriptTarget::weights_hash() {

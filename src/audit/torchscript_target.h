@@ -49,6 +49,11 @@ class TorchScriptTarget : public AuditTarget {
   std::string changed_state() override;
   void restore_state() override;
   void end_state_tracking() override;
+  void hold_state(bool hold) override;
+  // In the module as loaded and in the promoted float64 copy, if one was made.
+  bool supports_structural_pass() const override { return true; }
+  std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override;
+  void restore_redrawn_parameters() override;
 
   const ModelSignature& signature() const { return signature_; }
   // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
@@ -61,7 +66,7 @@ class TorchScriptTarget : public AuditTarget {
   c10::IValue call(const at::Tensor& x);
   // The recorded state: dotted attribute name -> value (tensors cloned; int, float, bool, str).
   std::vector<std::pair<std::string, c10::IValue>> state_;
-  bool tracking_ = false, restore_ = false;
+  bool tracking_ = false, restore_ = false, held_ = false;
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
   std::unique_ptr<torch::jit::Module> module64_;  // promoted copy (promote_float32_constants)
@@ -69,6 +74,8 @@ class TorchScriptTarget : public AuditTarget {
   ModelSignature signature_;
   std::string output_path_;
   std::optional<TrainModeProof> train_proof_;
+  // What the structural pass redrew: name and the zeros it held (restore_redrawn_parameters).
+  std::vector<std::pair<std::string, at::Tensor>> redrawn_;
   at::ScalarType dtype_;
   at::ScalarType own_dtype_ = at::kFloat;
 };

@@ -4,7 +4,7 @@
 //   --checkpoint FILE                                          the mixer stored in the checkpoint
 //   --suite FILE                                               a suite of control models
 // Exit: 0 every property holds within the declared contract (--allow-lookahead, --window),
-//       1 a violation (future, length, batch, window, incremental; or a suite case off), 2 usage/input error.
+//       1 a violation (future, length, batch, window, structural, incremental; or a suite case off), 2 usage/input error.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -40,7 +40,7 @@ const char* kUsage =
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
     "its outputs may not depend on the sequence length or on other rows of the batch.\n"
-    "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window, incremental),\n"
+    "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window, structural, incremental),\n"
     "2 usage or input error.\n"
     "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
     "  grassaudit audit ...\n"
@@ -97,6 +97,9 @@ void add_audit_options(po::options_description& desc) {
        "the same as for logits, at a fraction of the cost) or logits; with --model: the one output leaf\n"
        "to audit, e.g. [0] or [\"logits\"] (default: every leaf with the time axis)")
       ("no-gradient-check", po::bool_switch(), "skip the gradient method")
+      ("weights-as-given", po::bool_switch(),
+       "skip the structural pass (exactly-zero parameters redrawn and the future audited again):\n"
+       "for trained weights that are zero on purpose (pruning)")
       ("allow-lookahead", po::value<int64_t>()->default_value(0),
        "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
       ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
@@ -122,6 +125,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
   opt.trials = vm["trials"].as<int64_t>();
   opt.seed = vm["seed"].as<Unsigned64>().value;
   opt.gradient_check = !vm["no-gradient-check"].as<bool>();
+  opt.structural = !vm["weights-as-given"].as<bool>();
   apply_mode(vm["mode"].as<std::string>(), opt);
   opt.lookahead = vm["allow-lookahead"].as<int64_t>();
   if (vm.count("window")) opt.window = vm["window"].as<int64_t>();

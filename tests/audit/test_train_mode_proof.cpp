@@ -152,7 +152,7 @@ TEST(TrainModeProof, EverySuiteCaseGivesTheSameFactsWithAndWithoutTheProof) {
   AuditOptions with, without;
   without.train_by_proof = false;
   int proven = 0, cases = 0;
-  for (const char* suite : {"controls.json", "signature.json", "torch2.json", "incremental.json"}) {
+  for (const char* suite : {"controls.json", "signature.json", "torch2.json", "incremental.json", "soundness.json"}) {
     const auto a = run_audit_suite(kDir + suite, with);
     const auto b = run_audit_suite(kDir + suite, without);
     ASSERT_EQ(a.size(), b.size());
