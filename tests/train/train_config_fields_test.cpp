@@ -99,8 +99,10 @@ TEST(TrainConfigFields, SavedRunConfigsAreByteIdentical) {
     const TrainConfig c = from_json(saved["train"]);
     EXPECT_NO_THROW(c.validate(m));
     EXPECT_EQ(c.loss_impl, "fused");
+    EXPECT_EQ(c.patience, 0);  // key added with --patience; absent means off
     nlohmann::json written = to_json(c);
     written.erase("loss_impl");
+    written.erase("patience");
     EXPECT_EQ(written.dump(2), saved["train"].dump(2)) << path;
     nlohmann::json model_written = to_json(m);
     model_written.erase("norm");  // added with --norm; the runs are post-norm
