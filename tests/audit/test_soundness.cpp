@@ -3,6 +3,7 @@
 // (audits/soundness.json: BatchNorm, GroupNorm, InstanceNorm, LayerNorm, ReLU models in float64).
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard: not reached through ATen.h in LibTorch 2.x
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
