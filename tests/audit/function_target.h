@@ -6,6 +6,7 @@
 #include <string>
 
 #include "audit/audit_target.h"
+#include "audit/causality_audit.h"
 
 namespace grassaudit::testing {
 
@@ -43,5 +44,13 @@ class FunctionTarget : public AuditTarget {
   bool training_ = false;
   at::ScalarType dtype_ = at::kFloat;
 };
+
+// The options most function-target tests audit with: length L, `trials` random inputs.
+inline AuditOptions audit_options(int64_t L, int64_t trials) {
+  AuditOptions o;
+  o.seq_len = L;
+  o.trials = trials;
+  return o;
+}
 
 }  // namespace grassaudit::testing

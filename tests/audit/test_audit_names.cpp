@@ -13,12 +13,7 @@ using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
 
 namespace {
-AuditOptions opts(int64_t L) {
-  AuditOptions o;
-  o.seq_len = L;
-  o.trials = 2;
-  return o;
-}
+AuditOptions opts(int64_t L) { return grassaudit::testing::audit_options(L, 2); }
 at::Tensor next_position(const at::Tensor& x) {  // out_t = x_{t+1} (0 at the end): horizon 1
   const int64_t L = x.size(1);
   return at::constant_pad_nd(x.narrow(1, 1, L - 1), {0, 0, 0, 1}, 0.0);

@@ -11,12 +11,7 @@ using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
 
 namespace {
-AuditOptions opts(int64_t L) {
-  AuditOptions o;
-  o.seq_len = L;
-  o.trials = 3;
-  return o;
-}
+AuditOptions opts(int64_t L) { return grassaudit::testing::audit_options(L, 3); }
 // Causal long convolution with a fixed decaying kernel, computed by FFT of size 2L: exact
 // arithmetic would give a causal result; FFT rounding mixes every position a little.
 at::Tensor fft_causal_conv(const at::Tensor& x) {

@@ -17,12 +17,7 @@ using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
 
 namespace {
-AuditOptions opts(int64_t L) {
-  AuditOptions o;
-  o.seq_len = L;
-  o.trials = 3;
-  return o;
-}
+AuditOptions opts(int64_t L) { return grassaudit::testing::audit_options(L, 3); }
 at::Tensor shift_left(const at::Tensor& x, int64_t D) {  // out_t = x_{t+D} (0 past the end)
   const int64_t L = x.size(1);
   if (D >= L) return at::zeros_like(x);
