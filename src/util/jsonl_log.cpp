@@ -91,14 +91,20 @@ void JsonlLog::sync() {
   if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS)  // EINVAL: /dev/null (a rank that writes nothing)
     throw InputError("cannot sync " + path_ + ": " + std::strerror(errno));
   synced_bytes_ = extent_.bytes;
+  // The first sync also makes the log's folder entry durable: a log created by this process
+  // must not vanish in a power loss while a checkpoint that counts its records survives.
+  struct stat st {};
+  if (!folder_synced_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) fsync_dir(parent_dir_of(path_));
+  folder_synced_ = true;
 }
 
 std::string restore_log(const std::string& path, const LogExtent& extent, const std::string& checkpoint) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
+    // A checkpoint resumed into another folder (or copied there): a new log starts here.
     if (extent.bytes == 0) return "";
-    throw InputError("cannot resume: " + path + " is missing, but " + checkpoint + " was taken when it held " +
-                     std::to_string(extent.records) + " records; restore the file or start a new run");
+    return path + " is missing (" + checkpoint + " was taken when its log held " + std::to_string(extent.records) +
+           " records): a new log starts at the checkpoint";
   }
   const std::string text = read_file(path);
   const auto size = static_cast<int64_t>(text.size());

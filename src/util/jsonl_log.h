@@ -37,13 +37,15 @@ class JsonlLog {
   int fd_ = -1;
   LogExtent extent_;
   int64_t synced_bytes_ = 0;
+  bool folder_synced_ = false;
 };
 
 // A resumed run's log restored to what its checkpoint counted: the first extent.bytes bytes must
 // hold exactly extent.records intact records (else InputError naming the file and line: records
 // the checkpoint saw are lost or damaged, which no resume can regenerate); what follows (records
-// written after the checkpoint, a torn last line of a killed writer) is cut. Returns a one-line
-// note of what was cut ("" when nothing). `checkpoint` names the file for messages.
+// written after the checkpoint, a torn last line of a killed writer) is cut. A missing log (the
+// checkpoint resumed into another folder) starts anew. Returns a one-line note of what was cut
+// or started ("" when nothing). `checkpoint` names the file for messages.
 std::string restore_log(const std::string& path, const LogExtent& extent, const std::string& checkpoint);
 
 // The rule for checkpoints that carry no extent: keeps the records with "step" <= step, drops
