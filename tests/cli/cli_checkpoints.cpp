@@ -78,26 +78,19 @@ bool checkpoint_loads(const std::string& path, std::string* why, bool* all_finit
   }
 }
 
-std::string loaded_weights_hash(const std::string& path) {
+// The weights hash of what `load` reads from `path`, or "" when it does not load.
+template <class Load>
+std::string hash_of_loaded(const std::string& path, Load load) {
   try {
-    LoadedCheckpoint ck = load_checkpoint(path);
+    auto ck = load(path);
     return weights_sha256(*ck.model);
   } catch (const InputError&) {
     return "";
   }
 }
 
-}  // namespace grassaudit::clitest
+std::string loaded_weights_hash(const std::string& path) { return hash_of_loaded(path, load_checkpoint); }
 
-namespace grassaudit::clitest {
-
-std::string loaded_nli_weights_hash(const std::string& path) {
-  try {
-    LoadedNliCheckpoint ck = load_nli_checkpoint(path);
-    return weights_sha256(*ck.model);
-  } catch (const InputError&) {
-    return "";
-  }
-}
+std::string loaded_nli_weights_hash(const std::string& path) { return hash_of_loaded(path, load_nli_checkpoint); }
 
 }  // namespace grassaudit::clitest

@@ -33,11 +33,8 @@ bool checkpoint_loads(const std::string& path, std::string* why, bool* all_finit
 }  // namespace grassaudit::clitest
 
 namespace grassaudit::clitest {
-// SHA-256 of the weights the library loads from `path` ("" if it does not load).
+// SHA-256 of the weights the library loads from `path` ("" if it does not load): a language-model
+// checkpoint, and an SNLI (train-nli) one.
 std::string loaded_weights_hash(const std::string& path);
-}  // namespace grassaudit::clitest
-
-namespace grassaudit::clitest {
-// The same for an SNLI (train-nli) checkpoint.
 std::string loaded_nli_weights_hash(const std::string& path);
 }  // namespace grassaudit::clitest
