@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # train-to-best-epoch.sh DEADLINE MIXER:SEED...: the paper-size comparison trained to its best
-# epoch. Each run goes on the paper's 30-epoch schedule with --patience 3, all runs at once, one
-# thread each, at the lowest CPU priority (they use what builds and tests leave), every session
+# epoch. Each run goes on the paper's 30-epoch schedule with --patience 3, all runs at once,
+# THREADS threads each, at the lowest CPU priority (they use what builds and tests leave), every session
 # ending by DEADLINE with gated results (--time-budget); a later call resumes each run from its
 # last.ckpt until it stops by patience or at epoch 30.
 #
 #   DEADLINE  a `date -d` time (e.g. "09:15": the next such time) by which every run must have ended
 #   RUN       MIXER:SEED, e.g. past:1 attention:1
 # Environment: PRESET (paper-6l-L128), PRECISION (bf16 where the CPU has native bf16, else fp32),
-# BUILD_DIR (build), OUT_ROOT (reports/runs), NICE (19).
+# THREADS (1), BUILD_DIR (build), OUT_ROOT (reports/runs), NICE (19). A machine that keeps no
+# files between sessions (checkpoints are not committed) finishes one run per session: one run,
+# THREADS=2.
 # Output: OUT_ROOT/<preset>-<precision>-wordpiece-<mixer>-seed<S>/ with command.txt, train.log
 # (appended per session) and what `grassaudit train` writes (checkpoints/ is ignored by git).
 set -euo pipefail
@@ -43,10 +45,10 @@ for spec in "$@"; do
   [ "$budget" -gt 600 ] || { echo "train-to-best-epoch: less than 10 minutes left before the deadline" >&2; exit 2; }
   mkdir -p "$out"
   if [ -f "$out/checkpoints/last.ckpt" ]; then
-    cmd=("$bin" train --resume "$out/checkpoints/last.ckpt" --threads 1 --time-budget "$budget" --precision "$PRECISION")
+    cmd=("$bin" train --resume "$out/checkpoints/last.ckpt" --threads "${THREADS:-1}" --time-budget "$budget" --precision "$PRECISION")
   else
     cmd=("$bin" train --mixer "$mixer" --preset "$preset" --tokenizer wordpiece --seed "$seed" --epochs 30
-         --patience 3 --precision "$PRECISION" --threads 1 --time-budget "$budget" --out "$out")
+         --patience 3 --precision "$PRECISION" --threads "${THREADS:-1}" --time-budget "$budget" --out "$out")
   fi
   echo "${cmd[*]}" >> "$out/command.txt"
   echo "train-to-best-epoch: $out: ${cmd[*]}"
