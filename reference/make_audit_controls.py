@@ -41,6 +41,14 @@ TRAIN_SEED = 1234          # RNG seed re-set before each paired train-mode pass
 TOL_F64 = 1e-9             # relative (to max |y|) change that counts as a dependence in float64
 FLOOR_MARGIN = 100         # ... unless the model's float64 floor is higher: then margin x floor
 FLOAT32_SIZED = 1e-11      # a float64 floor above this is float32-sized (a float32 island)
+EPS64 = 2.220446049250313e-16  # the least floor a horizon is decided above (one float64 ulp)
+
+
+def horizon_tol(floor: float) -> float:
+    """The audit's horizon rule (src/audit/precision_switch.h): FLOOR_MARGIN x the measured float64
+    floor (at least one ulp), so a decaying dependence is followed down to rounding; the
+    comparisons across shapes (length, batch) keep max(TOL_F64, FLOOR_MARGIN x floor)."""
+    return FLOOR_MARGIN * max(floor, EPS64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -977,12 +985,13 @@ def check_case(case: Dict) -> Dict:
     path = os.path.join(CTRL, case["file"])
     floor = precision_floor(path, case["input"], case["seq_len"])
     tol = max(TOL_F64, FLOOR_MARGIN * floor)  # the audit's rule: never decide below the floor
+    tol_h = horizon_tol(floor)
     res = {}
     for mode, train in (("eval", False), ("train", True)):
         h64, p64, r64, r32, cut = 0, 0, 0.0, 0.0, False
         per_len = {}
         for L in schedule(case["seq_len"]):
-            a = probe(path, case["input"], L, train, torch.float64, tol)
+            a = probe(path, case["input"], L, train, torch.float64, tol_h)
             b = probe(path, case["input"], L, train, torch.float32)
             h64 = max(h64, a["horizon"])
             p64 = max(p64, a["past_horizon"])
@@ -1000,6 +1009,7 @@ def check_case(case: Dict) -> Dict:
     res["precision_floor_f64"] = floor
     res["float32_sized_floor"] = floor > FLOAT32_SIZED
     res["tolerance"] = tol
+    res["tolerance_horizon"] = tol_h
     res["train_from_eval"] = train_mode_proven(path)
     if res["train_from_eval"]:  # the proof, checked: brute force in train mode is brute force in eval mode
         assert res["eval"] == res["train"], (case["name"], "train mode proven equal to eval, but they differ")

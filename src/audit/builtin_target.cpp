@@ -1,8 +1,10 @@
 #include "audit/builtin_target.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
+#include "audit/zero_redraw.h"
 #include "core/checkpoint.h"
 #include "util/error.h"
 
@@ -67,6 +69,30 @@ class BuiltinRun : public IncrementalRun {
 
 std::unique_ptr<IncrementalRun> BuiltinLmTarget::start_incremental(int64_t) {
   return std::make_unique<BuiltinRun>(model_, output_ == "logits");
+}
+
+std::vector<RedrawnTensor> BuiltinLmTarget::redraw_zero_parameters(uint64_t seed) {
+  at::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  for (const auto& p : model_->named_parameters()) params.emplace_back(p.key(), p.value());
+  std::vector<RedrawnTensor> out;
+  for (const auto& r : plan_zero_redraws(params, seed)) {
+    for (auto& [name, value] : params)
+      if (name == r.record.name) {
+        redrawn_.emplace_back(name, value.detach().clone());
+        value.detach().copy_(r.drawn.to(value.scalar_type()));
+      }
+    out.push_back(r.record);
+  }
+  return out;
+}
+
+void BuiltinLmTarget::restore_redrawn_parameters() {
+  at::NoGradGuard no_grad;
+  for (const auto& p : model_->named_parameters())
+    for (const auto& [name, zeros] : redrawn_)
+      if (p.key() == name) p.value().detach().copy_(zeros.to(p.value().scalar_type()));
+  redrawn_.clear();
 }
 
 std::string BuiltinLmTarget::weights_hash() {

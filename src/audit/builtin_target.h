@@ -1,5 +1,9 @@
 #pragma once
 // Audit target for grassaudit's own language models (any registered mixer).
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "audit/audit_target.h"
 #include "core/language_model.h"
 
@@ -29,12 +33,17 @@ class BuiltinLmTarget : public AuditTarget {
   // The model's own incremental path (LanguageModelImpl::step_hidden): KV cache / Grassmann buffer.
   std::string incremental_missing() override { return model_->incremental_unsupported(); }
   std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override;
+  // The structural pass over the model's named parameters (audit/zero_redraw.h).
+  bool supports_structural_pass() const override { return true; }
+  std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override;
+  void restore_redrawn_parameters() override;
 
  private:
   LanguageModel model_;
   std::string output_;
   std::string known_hash_;
   at::ScalarType dtype_;
+  std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // name, the zeros it held
 };
 
 }  // namespace grassaudit

@@ -117,16 +117,16 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
   if (moved == 0.0) return t32;  // exact zeros: nothing to tell apart
   if (prec.own() == at::kDouble) {  // the target is float64 already: its own table decides
     prec.to_float64();                // (measures its floor)
-    d.threshold = prec.threshold();
+    d.threshold = prec.horizon_threshold();
     d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
     return t32;
   }
   if (prec.to_float64()) {
     d.decisive.dtype = at::kDouble;
-    d.threshold = prec.threshold();
+    d.threshold = prec.horizon_threshold();
     return prober.rerun_nonzero(mode, t32, d.decisive);
   }
-  d.threshold = prec.threshold();
+  d.threshold = prec.horizon_threshold();
   d.decisive.max_effect = std::max(d.decisive.max_effect, moved);
   return t32;
 }
@@ -191,6 +191,15 @@ void summarise_horizons(const DecidedTables& d, int64_t L, AuditResult& r) {
         if (v.first_cut && !r.first_leaking_cut) r.first_leaking_cut = v.first_cut;
       }
   }
+  // Where the dependence ends: the largest decisive cell at the horizon and one step beyond.
+  auto effect_at = [&](int64_t D) -> std::optional<double> {
+    std::optional<double> e;
+    for (const auto& [key, table] : d.decisive.tables)
+      for (int64_t t = 0; t + D < key.second; ++t) e = std::max(e.value_or(0.0), table.at(t, t + D));
+    return e;
+  };
+  if (r.leak_horizon > 0) r.effect_at_horizon = effect_at(r.leak_horizon);
+  r.effect_beyond_horizon = effect_at(r.leak_horizon + 1);
   for (AuditMode mode : d.modes_run) r.mode_horizons.emplace_back(mode_name(mode), mode_h[mode]);
   for (int64_t len : d.lens_run) r.length_horizons.emplace_back(len, len_h[len]);
 }
@@ -254,11 +263,13 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMod
   for (int64_t t = 0; t < L; ++t)
     for (int64_t s = 0; s < L; ++s) max_all = std::max(max_all, G[t][s]);
   if (!(max_all > 0)) max_all = 1;
+  int64_t reach = 0;  // the farthest exactly non-zero gradient
   for (int64_t t = 0; t < L; ++t)
     for (int64_t s = t + 1; s < L; ++s) {
       const double rel = G[t][s] / max_all;
       max_future = std::max(max_future, rel);
       if (rel > threshold) horizon = std::max(horizon, s - t);
+      if (G[t][s] != 0.0) reach = std::max(reach, s - t);
     }
   GradientCheck g;
   g.ran = true;
@@ -266,9 +277,13 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMod
   g.precision = dtype_name(target.dtype());
   g.max_future_grad = max_future;
   g.leak_horizon = horizon;
+  g.structural_horizon = reach;
   const Verdict verdict = verdict_of(horizon);
   g.verdict = verdict_name(verdict);
-  g.agrees = verdict == verdict_of(mode_horizon) && horizon == mode_horizon;
+  // A path that goes on past the nearer crossing decays through the threshold there: each
+  // measure meets it at its own distance (the farther one may be the path's end, L - 1).
+  const bool decaying = reach > std::min(horizon, mode_horizon);
+  g.agrees = verdict == verdict_of(mode_horizon) && (horizon == mode_horizon || decaying);
   return g;
 }
 
@@ -470,8 +485,11 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
 
   r.vacuous = r.past_effect == 0.0;
   if (r.vacuous)
-    r.notes.push_back("vacuous: no output depends on earlier inputs either (replacing the first half moved nothing), "
-                      "so 'causal' says little about this model");
+    r.notes.push_back(r.leak_horizon > 0
+                          ? "no output depends on earlier inputs (replacing the first half moved nothing): this "
+                            "model reads only the present and the future"
+                          : "vacuous: no output depends on earlier inputs either (replacing the first half moved "
+                            "nothing), so 'causal' says little about this model");
 
   if (opt.gradient_check && target.supports_gradient()) {
     // A second opinion must not cost the first one: whatever stops the gradient method (a
@@ -490,6 +508,17 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
         target.restore_state();
       } catch (...) {
       }
+    }
+    if (r.gradient.ran && r.gradient.structural_horizon) {
+      r.structural_horizon = r.gradient.structural_horizon;
+      // The gradient's path in its own mode against the horizon over every mode audited.
+      r.decaying = r.leak_horizon > 0 && *r.structural_horizon > r.leak_horizon;
+      if (r.leak_horizon == 0 && *r.structural_horizon > 0)
+        r.notes.push_back(fmt::format(
+            "the float64 gradient of some outputs with respect to later inputs is not exactly zero (up to distance "
+            "{}, at most {:.3g} of the largest gradient), below the {:.3g} threshold: arithmetic reaches the future "
+            "at rounding level, or a dependence too weak to tell from rounding",
+            *r.structural_horizon, r.gradient.max_future_grad, decided.threshold));
     }
     if (r.gradient.ran && !r.gradient.agrees)
       r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
@@ -520,7 +549,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
-  r.threshold = prec.floor() ? prec.threshold() : (r.precision == "float64" ? kLeakThreshold64 : 0.0);
+  r.threshold = prec.floor() ? prec.horizon_threshold() : (r.precision == "float64" ? kLeakThreshold64 : 0.0);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -563,12 +592,17 @@ nlohmann::json to_json(const AuditResult& r) {
   j["precision"] = r.precision;
   j["max_effect_float32"] = r.max_effect_float32;
   j["threshold"] = r.threshold;
+  j["effect_at_horizon"] = opt_json(r.effect_at_horizon);
+  j["effect_beyond_horizon"] = opt_json(r.effect_beyond_horizon);
+  j["decaying"] = opt_json(r.decaying);
+  j["structural_horizon"] = opt_json(r.structural_horizon);
   if (r.precision_floor) {
     const auto& f = *r.precision_floor;
     j["precision_floor"] = {{"value", f.measured ? nlohmann::json(f.value) : nlohmann::json(nullptr)},
                             {"precision", f.precision},
                             {"method", f.method},
                             {"threshold", f.threshold},
+                            {"horizon_threshold", f.horizon_threshold},
                             {"float32_sized", f.float32_sized}};
   } else {
     j["precision_floor"] = nullptr;
@@ -594,6 +628,7 @@ nlohmann::json to_json(const AuditResult& r) {
                            {"max_future_grad", r.gradient.max_future_grad},
                            {"precision", r.gradient.precision},
                            {"mode", r.gradient.mode},
+                           {"structural_horizon", opt_json(r.gradient.structural_horizon)},
                            {"agrees", r.gradient.agrees}};
   } else if (!r.gradient.not_run.empty()) {
     j["gradient_check"] = {{"verdict", nullptr}, {"not_run", r.gradient.not_run}, {"mode", r.gradient.mode}};
@@ -740,6 +775,15 @@ std::string summarize(const AuditResult& r) {
   std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s){}\n",
                               r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
                               r.precision, r.seconds, others);
+  if (r.leak_horizon > 0 && r.effect_at_horizon) {
+    s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold,
+                     *r.effect_at_horizon);
+    if (r.effect_beyond_horizon) s += fmt::format(", {:.3g} at {}", *r.effect_beyond_horizon, r.leak_horizon + 1);
+    s += ")";
+    if (r.decaying && *r.decaying)
+      s += fmt::format(", decaying; a path reaches {}", *r.structural_horizon);
+    s += "\n";
+  }
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");

@@ -13,13 +13,16 @@
 // Rounding versus leak: effects are measured relative to the output scale (max |y|). A causal
 // model built from masked/sliced arithmetic shows exactly 0. If float32 shows anything non-zero,
 // the cuts that showed it (every (mode, length, cut) with a non-zero cell; the same probe rows)
-// are re-run in float64, where rounding cross-talk falls to ~1e-15 while a real dependence keeps
-// its size; cells above kLeakThreshold64 (1e-9 relative) are leaks. Cuts with exact float32
+// are re-run in float64, where rounding cross-talk falls to ~1e-16 while a real dependence keeps
+// its size; cells above a stated multiple of the model's measured float64 rounding floor are
+// leaks (audit/precision_switch.h; kLeakThreshold64, 1e-9, where no floor could be measured), so
+// a dependence that decays is followed as far as rounding allows. Cuts with exact float32
 // zeros are not re-run: a dependence of 1e-6 of the output scale is ~8 float32 ulps and cannot
 // vanish. A model whose float32 effects vanish in float64 is causal with rounding_only = true.
 //
 // Method 2, gradients (targets that expose their input embeddings): d y_t / d e_s for s > t must
-// be exactly zero (float32, when method 1 saw exact zeros) or below the float64 threshold.
+// be exactly zero (float32, when method 1 saw exact zeros) or below the same threshold. In float64
+// the farthest exactly non-zero gradient is the structural horizon: where a path reaches.
 //
 // Beyond the time axis (contract_checks.cpp), decided with the same float32-then-float64 rule:
 //   batch independence (eval and train mode): rows of a pass are replaced while others are kept;
@@ -127,6 +130,12 @@ struct GradientCheck {
   int64_t leak_horizon = 0;
   double max_future_grad = 0;   // relative to the largest gradient norm
   std::string precision;
+  // The farthest s - t with d y_t / d e_s exactly non-zero: a path exists, however weak (in
+  // the precision the gradients were taken in; float32 only where the perturbation saw exact
+  // zeros, or where float64 is unavailable).
+  std::optional<int64_t> structural_horizon;
+  // Same verdict, and the same horizon -- or a path goes on past the nearer of the two horizons:
+  // a decaying dependence, whose threshold crossing each measure meets at its own distance.
   bool agrees = true;
 
   Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
@@ -175,7 +184,8 @@ struct PrecisionFloor {
   double value = 0;          // relative to the output scale
   std::string precision;     // float64 | float32
   std::string method;        // how it was measured, one line
-  double threshold = 0;      // what every check was decided against
+  double threshold = 0;      // what the comparisons across shapes (batch, length, incremental) were decided against
+  double horizon_threshold = 0;  // what the horizons were decided against (audit/precision_switch.h)
   bool float32_sized = false;
 };
 
@@ -193,7 +203,7 @@ struct AuditResult {
   int64_t probes = 0;
   double seconds = 0;
   std::string precision;         // float32 | float64: the precision that decided
-  double threshold = 0;          // the leak threshold decided against (0: float32 exact zeros, nothing decided)
+  double threshold = 0;          // the leak (horizon) threshold decided against (0: float32 exact zeros, nothing decided)
   std::optional<PrecisionFloor> precision_floor;  // nullopt: no decision needed (exact zeros)
   double max_effect_float32 = 0;
   bool vacuous = false;
@@ -209,6 +219,14 @@ struct AuditResult {
   // Leak map at the main length: effect[t][D-1] for D = 1..L-1-t (max over trials and modes).
   int64_t map_seq_len = 0;
   std::vector<std::vector<double>> leak_map;
+  // Where the dependence ends: the largest decisive effect at the leak horizon (nullopt when it
+  // is 0) and at the next distance (nullopt when no table is that long), and whether it decays
+  // rather than stops: a path (the float64 gradient, structural_horizon) reaches beyond the
+  // horizon (nullopt when the gradient method did not run).
+  std::optional<double> effect_at_horizon;
+  std::optional<double> effect_beyond_horizon;
+  std::optional<bool> decaying;
+  std::optional<int64_t> structural_horizon;
   GradientCheck gradient;
   std::optional<StructuralPass> structural;  // nullopt: the target cannot redraw its parameters
   std::string weights_sha256;

@@ -147,7 +147,7 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
     prec.to_own();
     EffectTable t32 = prober.rerun_cuts(mode, len, only, scratch32, Side::kPast);
     f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
-    TableVerdict v = judge(t32, f64 ? prec.threshold() : kPastCertain32, Side::kPast);
+    TableVerdict v = judge(t32, f64 ? prec.horizon_threshold() : kPastCertain32, Side::kPast);
     if (f64) return v;
     std::vector<int64_t> cuts;
     for (int64_t c = 1; c < len; ++c)
@@ -162,9 +162,9 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
     TableVerdict small;
     if (prec.to_float64()) {
       f64 = true;
-      small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), prec.threshold(), Side::kPast);
+      small = judge(prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast), prec.horizon_threshold(), Side::kPast);
     } else {
-      small = judge(t32, prec.threshold(), Side::kPast);
+      small = judge(t32, prec.horizon_threshold(), Side::kPast);
     }
     return small.horizon > v.horizon ? small : v;
   };

@@ -74,6 +74,9 @@ void PrecisionSwitch::measure_floor(bool float64) {
   }
   const double base = float64 ? kLeakThreshold64 : kLeakFloor32;
   pf.threshold = std::max(base, kFloorMargin * pf.value);
+  pf.horizon_threshold = !float64 ? pf.threshold
+                         : pf.measured ? kFloorMargin * std::max(pf.value, kFloat64Unit)
+                                       : kLeakThreshold64;
   pf.float32_sized = float64 && pf.value > kFloat32SizedFloor;
   floor_ = pf;
   if (pf.float32_sized)
@@ -88,6 +91,11 @@ void PrecisionSwitch::measure_floor(bool float64) {
 double PrecisionSwitch::threshold() const {
   if (floor_) return floor_->threshold;
   return unavailable_ ? kLeakFloor32 : kLeakThreshold64;
+}
+
+double PrecisionSwitch::horizon_threshold() const {
+  if (floor_) return floor_->horizon_threshold;
+  return threshold();
 }
 
 }  // namespace grassaudit

@@ -6,10 +6,18 @@
 // with those constants promoted is tried). Either failure falls back to deciding in the own dtype.
 //
 // The threshold is never assumed: the first time a decision is needed, the model's rounding
-// floor is measured in the deciding precision (Prober::precision_floor) and every check is
-// decided against max(base, kFloorMargin x floor), base kLeakThreshold64 in float64 and
-// kLeakFloor32 in the float32 fallback. A true float64 model floors at ~1e-15 and keeps 1e-9;
-// one with a float32 island (a float32 softmax, a .float() call) floors at ~1e-8 and is said to.
+// floor is measured in the deciding precision (Prober::precision_floor).
+//   Horizons (the future and past tables, the gradient method) are decided against
+//   kFloorMargin x max(floor, kFloat64Unit) in float64: a dependence that decays rather than
+//   stops (a recurrence, a bidirectional RNN) is followed down to what the model's own rounding
+//   can tell apart, so the horizon is the model's, not a fixed minimum's. Where no floor could be
+//   measured, kLeakThreshold64 (1e-9) stands.
+//   The comparisons across shapes (batch rows, a prefix against the full run, step against
+//   forward) are decided against max(kLeakThreshold64, kFloorMargin x floor): two differently
+//   shaped computations round differently by more than one shape's floor.
+// The float32 fallback decides everything against max(kLeakFloor32, kFloorMargin x floor). A
+// true float64 model floors at ~1e-16 (horizon threshold ~1e-14); one with a float32 island (a
+// float32 softmax, a .float() call) floors at ~1e-8 and is said to.
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -40,6 +48,9 @@ constexpr int kFloorSegments = 8;
 constexpr double kFloorMargin = 100;        // threshold = max(base, margin x floor)
 constexpr double kLeakFloor32 = 1e-6;       // float32 fallback: the least threshold (~17 ulps)
 constexpr double kFloat32SizedFloor = 1e-11;  // a float64 floor above this is float32-sized
+// The least float64 floor a horizon is decided above: one float64 ulp relative to the output
+// scale (a floor measured below it -- a model whose jitter rounds nothing -- counts as this).
+constexpr double kFloat64Unit = 2.220446049250313e-16;
 
 class PrecisionSwitch {
  public:
@@ -52,8 +63,10 @@ class PrecisionSwitch {
   // floor of the precision that will decide.
   bool to_float64();
   bool unavailable() const { return unavailable_; }
-  // The threshold an effect is judged by after a decision (to_float64 called): see the top.
+  // The thresholds after a decision (to_float64 called), see the top: the comparisons across
+  // shapes (batch, length, incremental, property search) and the horizons.
   double threshold() const;
+  double horizon_threshold() const;
   // The measured floor (after the first to_float64), else nullopt.
   const std::optional<PrecisionFloor>& floor() const { return floor_; }
   const std::vector<std::string>& notes() const { return notes_; }

@@ -18,6 +18,7 @@
 #include "audit/torchscript_archive.h"
 #include "audit/incremental_api.h"
 #include "audit/torchscript_ops.h"
+#include "audit/zero_redraw.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/error_text.h"
@@ -387,12 +388,6 @@ void TorchScriptTarget::hold_state(bool hold) {
 }
 
 namespace {
-bool exactly_zero(const at::Tensor& t) {
-  return at::isFloatingType(t.scalar_type()) && t.numel() > 0 && !t.ne(0).any().item<bool>();
-}
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 void set_parameter(torch::jit::Module& m, const std::string& name, const at::Tensor& value) {
   for (const auto& p : m.named_parameters(/*recurse=*/true))
     if (p.name == name) {
@@ -406,38 +401,13 @@ std::vector<RedrawnTensor> TorchScriptTarget::redraw_zero_parameters(uint64_t se
   at::NoGradGuard no_grad;
   std::vector<std::pair<std::string, at::Tensor>> params;
   for (const auto& p : module_->named_parameters(/*recurse=*/true)) params.emplace_back(p.name, p.value);
-  std::vector<bool> zero(params.size(), false);
-  for (size_t i = 0; i < params.size(); ++i) zero[i] = exactly_zero(params[i].second);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::vector<RedrawnTensor> out;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& [name, value] = params[i];
-    if (!zero[i] || ends_with(name, "bias")) continue;
-    // The siblings: the non-zero floating parameters under the closest enclosing module that has
-    // any (an attention's other projections for its output projection, a block's layers for its
-    // ReZero alpha), so the redrawn tensor is as large as what the model keeps beside it.
-    double scale = 0;
-    std::string prefix = name;
-    while (!(scale > 0)) {
-      const auto dot = prefix.rfind('.');
-      prefix = dot == std::string::npos ? "" : prefix.substr(0, dot);
-      double sum = 0;
-      int64_t n = 0;
-      for (size_t j = 0; j < params.size(); ++j) {
-        if (zero[j] || !at::isFloatingType(params[j].second.scalar_type())) continue;
-        if (!prefix.empty() && params[j].first.rfind(prefix + ".", 0) != 0) continue;
-        sum += params[j].second.to(at::kDouble).pow(2).sum().item<double>();
-        n += params[j].second.numel();
-      }
-      if (n > 0) scale = std::sqrt(sum / static_cast<double>(n));
-      if (prefix.empty()) break;
-    }
-    if (!(scale > 0)) scale = 0.02;  // every parameter is zero: a usual initial scale
-    const at::Tensor drawn = at::randn(value.sizes(), gen, at::TensorOptions().dtype(at::kDouble)) * scale;
-    redrawn_.emplace_back(name, value.detach().clone());  // before the draw overwrites it
-    set_parameter(*module_, name, drawn);
-    if (module64_) set_parameter(*module64_, name, drawn);
-    out.push_back(RedrawnTensor{name, value.sizes().vec(), scale});
+  for (const auto& r : plan_zero_redraws(params, seed)) {
+    for (const auto& [name, value] : params)
+      if (name == r.record.name) redrawn_.emplace_back(name, value.detach().clone());  // before the draw
+    set_parameter(*module_, r.record.name, r.drawn);
+    if (module64_) set_parameter(*module64_, r.record.name, r.drawn);
+    out.push_back(r.record);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // The audit on grassaudit's own mixers, the control suite, and the length schedule.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include "audit/audit_suite.h"
@@ -126,4 +127,51 @@ TEST(AuditErrors, BadOptionsAreInputErrors) {
   EXPECT_THROW(InputSpec::parse("tokens:-3"), InputError);
   EXPECT_THROW(InputSpec::parse("tokens:"), InputError);
   EXPECT_EQ(InputSpec::parse("features:7").size, 7);
+}
+
+TEST(AuditBuiltin, AFutureMixerSwitchedOffByZeroWeightsIsStructurallyLeaky) {
+  // Every weight of every mixer exactly zero (biases kept): the weights as given read no future
+  // (the mixers add constants), one training step later the future pairing reads it again.
+  at::manual_seed(3);
+  LanguageModel lm(tiny("future", {1, 2, 4}, "per-layer", 3));
+  std::vector<at::Tensor> before;
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& p : lm->named_parameters()) {
+      if (p.key().find(".mixer.") != std::string::npos && p.key().find("bias") == std::string::npos)
+        p.value().zero_();
+      before.push_back(p.value().clone());
+    }
+  }
+  BuiltinLmTarget target(lm);
+  AuditOptions o;
+  o.seq_len = 24;
+  o.trials = 2;
+  const auto r = run_causality_audit(target, o);
+  EXPECT_EQ(r.leak_horizon, 0);  // as given
+  ASSERT_TRUE(r.structural.has_value());
+  EXPECT_TRUE(r.structural->ran) << r.structural->not_run << r.structural->skipped;
+  EXPECT_EQ(r.structural->leak_horizon, 7);  // 1 + 2 + 4, as the random-initialised model
+  EXPECT_FALSE(r.structural->tensors.empty());
+  EXPECT_EQ(r.verdict, "leaky");
+  ASSERT_FALSE(r.violations.empty());
+  EXPECT_EQ(r.violations.back().kind, "structural");
+  // The zeros are back, bit for bit.
+  size_t i = 0;
+  for (const auto& p : lm->named_parameters()) EXPECT_TRUE(at::equal(p.value(), before[i++])) << p.key();
+
+  // The past mixer under the same zeros: causal structurally too.
+  at::manual_seed(3);
+  LanguageModel past(tiny("past", {1, 2, 4}, "per-layer", 3));
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& p : past->named_parameters())
+      if (p.key().find(".mixer.") != std::string::npos && p.key().find("bias") == std::string::npos)
+        p.value().zero_();
+  }
+  BuiltinLmTarget past_target(past);
+  const auto rp = run_causality_audit(past_target, o);
+  ASSERT_TRUE(rp.structural && rp.structural->ran);
+  EXPECT_EQ(rp.structural->leak_horizon, 0);
+  EXPECT_EQ(rp.verdict, "causal");
 }

@@ -215,7 +215,7 @@ at::Tensor float32_running_mean(const at::Tensor& x) {
 }
 }  // namespace
 
-TEST(PrecisionFloor, TrueFloat64ModelKeepsTheOneBillionthThreshold) {
+TEST(PrecisionFloor, TrueFloat64ModelDecidesHorizonsAgainstItsMeasuredFloor) {
   FunctionTarget t("tiny", 2, [](const at::Tensor& x, bool) { return x + 1e-6 * shift_left(x, 1); });
   auto r = run_causality_audit(t, opts(32));
   ASSERT_TRUE(r.precision_floor.has_value());
@@ -223,7 +223,9 @@ TEST(PrecisionFloor, TrueFloat64ModelKeepsTheOneBillionthThreshold) {
   EXPECT_EQ(r.precision_floor->precision, "float64");
   EXPECT_LT(r.precision_floor->value, 1e-13);
   EXPECT_FALSE(r.precision_floor->float32_sized);
-  EXPECT_EQ(r.threshold, kLeakThreshold64);
+  EXPECT_LT(r.threshold, 1e-12);  // 100 x the floor: far below the 1e-9 kept where no floor is measured
+  EXPECT_DOUBLE_EQ(r.precision_floor->horizon_threshold, r.threshold);
+  EXPECT_DOUBLE_EQ(r.precision_floor->threshold, kLeakThreshold64);  // batch, length, incremental
   EXPECT_EQ(r.verdict, "leaky");  // 1e-6 of the output scale is still a leak
 }
 

@@ -11,6 +11,7 @@
 
 #include "audit/audit_suite.h"
 #include "audit/causality_audit.h"
+#include "audit/precision_switch.h"
 #include "function_target.h"
 
 using namespace grassaudit;
@@ -169,7 +170,9 @@ TEST(PrecisionFloor, PiecewiseLinearFloat64ModelReadsAFloat64Floor) {
   EXPECT_TRUE(r.precision_floor->measured);
   EXPECT_LT(r.precision_floor->value, 1e-13);
   EXPECT_FALSE(r.precision_floor->float32_sized);
-  EXPECT_EQ(r.threshold, kLeakThreshold64);
+  // Horizons against 100 x the measured floor; the comparisons across shapes keep 1e-9.
+  EXPECT_DOUBLE_EQ(r.threshold, 100 * std::max(r.precision_floor->value, kFloat64Unit));
+  EXPECT_DOUBLE_EQ(r.precision_floor->threshold, kLeakThreshold64);
 }
 
 TEST(PrecisionFloor, SmallLeakThroughAReluModelIsFound) {
@@ -183,9 +186,64 @@ TEST(PrecisionFloor, SmallLeakThroughAReluModelIsFound) {
   EXPECT_FALSE(r.precision_floor->float32_sized);
 }
 
+namespace {
+// y_t = sum_k 0.5^k x_{t+k}: every output reads every later input, by an effect that halves per step.
+at::Tensor backward_decay(const at::Tensor& x) {
+  const int64_t L = x.size(1);
+  std::vector<at::Tensor> out(static_cast<size_t>(L));
+  at::Tensor h = at::zeros_like(x.select(1, 0));
+  for (int64_t t = L - 1; t >= 0; --t) out[static_cast<size_t>(t)] = h = x.select(1, t) + 0.5 * h;
+  return at::stack(out, 1);
+}
+}  // namespace
+
+TEST(DecayingDependence, IsFollowedDownToTheMeasuredFloorAndSaidToDecay) {
+  FunctionTarget t("decay-0.5", 2, [](const at::Tensor& x, bool) { return backward_decay(x); });
+  const int64_t L = 64;
+  auto r = run_causality_audit(t, opts(L));
+  ASSERT_TRUE(r.precision_floor.has_value());
+  EXPECT_EQ(r.precision, "float64");
+  // 0.5^D crosses 1e-9 near D = 30 and 100 x a float64 floor (~1e-14) near D = 45.
+  EXPECT_GE(r.leak_horizon, 40);
+  EXPECT_LT(r.leak_horizon, L - 1);
+  ASSERT_TRUE(r.effect_at_horizon.has_value());
+  ASSERT_TRUE(r.effect_beyond_horizon.has_value());
+  EXPECT_GT(*r.effect_at_horizon, r.threshold);
+  EXPECT_LE(*r.effect_beyond_horizon, r.threshold);
+  EXPECT_GT(*r.effect_beyond_horizon, 0.0);  // it decays, it does not stop
+  ASSERT_TRUE(r.structural_horizon.has_value());
+  EXPECT_EQ(*r.structural_horizon, L - 1);   // 0.5^63 is a float64 number
+  EXPECT_EQ(r.decaying, std::optional<bool>(true));
+  EXPECT_TRUE(r.gradient.agrees) << r.gradient.leak_horizon << " vs " << r.leak_horizon;
+  const auto j = to_json(r);
+  EXPECT_EQ(j.at("decaying"), true);
+  EXPECT_EQ(j.at("structural_horizon"), L - 1);
+  EXPECT_EQ(j.at("gradient_check").at("structural_horizon"), L - 1);
+  EXPECT_NE(summarize(r).find("decaying; a path reaches 63"), std::string::npos) << summarize(r);
+}
+
+TEST(DecayingDependence, AStopIsNotADecay) {
+  FunctionTarget t("shift-3", 2, [](const at::Tensor& x, bool) { return x + 0.1 * shift_left(x, 3); });
+  auto r = run_causality_audit(t, opts(32));
+  EXPECT_EQ(r.leak_horizon, 3);
+  EXPECT_EQ(r.effect_beyond_horizon, std::optional<double>(0.0));
+  EXPECT_EQ(r.structural_horizon, std::optional<int64_t>(3));
+  EXPECT_EQ(r.decaying, std::optional<bool>(false));
+  EXPECT_TRUE(r.gradient.agrees);
+}
+
 TEST(AuditSuite, SoundnessControlsMatchTheirExpectations) {
   AuditOptions o;
   auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/soundness.json", o);
   ASSERT_GE(results.size(), 30u);
+  for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
+}
+
+TEST(AuditSuite, LayerSurveyMatchesBruteForce) {
+  // Every stateful, normalising or piecewise-linear torch.nn layer, causal and leaky, eval and
+  // train, and its zero-head twin (reference/make_layer_survey.py).
+  AuditOptions o;
+  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/layers.json", o);
+  ASSERT_GE(results.size(), 90u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }
