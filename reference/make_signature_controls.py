@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Controls for the model signature (issue #24): structured outputs, several inputs, time axes.
+"""Controls for the model signature: structured outputs, several inputs, time axes.
 
 Writes audits/signature/*.pt and audits/signature.json (a suite: `grassaudit audit --suite
 audits/signature.json`, and tests/audit/test_signature_controls.cpp). Each model has a causal and

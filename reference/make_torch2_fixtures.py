@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""TorchScript fixtures written by PyTorch 2.x, for the audit's reach into 2.x files (issue #24).
+"""TorchScript fixtures written by PyTorch 2.x, for the audit's reach into 2.x files.
 
 Run with PyTorch 2.6 (Debian 13's python3-torch, in the root of scripts/debian13-root.sh):
     bash scripts/test-debian13.sh --run python3 reference/make_torch2_fixtures.py
@@ -172,7 +172,7 @@ def C(name: str, build, verdict: str, horizon: int, why: str, seq_len: int = 16,
 # query against a float32 mask, and PyTorch 2.6's CPU kernel then computes a wrong attention at
 # L >= 16 (measured: 2.4 absolute against the same mask in float64; at L 6 it is exact). Brute force
 # in float64 would then call these causal models leaky under 2.6 only: a PyTorch bug, and the
-# baked-float32 problem of issue #25, not a property of the model.
+# problem of float32 constants baked into a trace, not a property of the model.
 
 
 L1 = 15  # the full-attention horizon at the audit length 16 is L-1

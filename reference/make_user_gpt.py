@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A user-sized GPT-style decoder as TorchScript, for the audit-throughput measurement
-(scripts/audit-throughput.sh, issue #27): d 384, 6 layers, 6 heads, d_ff 1536, V 8000, learned
+(scripts/audit-throughput.sh): d 384, 6 layers, 6 heads, d_ff 1536, V 8000, learned
 positions (256), pre-norm, causal attention (explicit -inf mask), untied head: 16.9M
 parameters. Fixed seed; not committed (68 MB). --dropout P adds nn.Dropout(P) after the embeddings,
 the attention and the MLP (GPT-2's places): a model whose train mode differs from its eval mode.

@@ -2,7 +2,7 @@
 """Every case of the audit suites through two audit configurations, side by side: the facts an
 audit reports (verdict, horizons per mode and length, the leak map, max effects, length / batch /
 past-horizon results, every violation and its evidence) must be identical; seconds and probes may
-differ and are printed (issue #27 item 3: a faster audit with identical verdicts and evidence).
+differ and are printed: a faster audit must keep identical verdicts and evidence.
 
   scripts/audit-compare.py A_BIN B_BIN [--a-args=...] [--b-args=...] [--suites a.json,...] [--facts f1,f2,...]
   scripts/audit-compare.py build/grassaudit build/grassaudit --a-args=--no-train-proof

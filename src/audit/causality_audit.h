@@ -256,7 +256,7 @@ struct AuditResult {
 
   // verdict is "leaky" exactly when a property of the contract is violated: a future leak
   // beyond the lookahead, length dependence, batch coupling or a read beyond the window. With
-  // the default contract that is today's meaning (any future dependence) plus length and batch.
+  // the default contract that is any future dependence, plus length and batch.
   // Anything but "leaky" (also a result not yet audited, verdict "") reads as causal, as leaky() always did.
   Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
   bool leaky() const { return verdict_enum() == Verdict::kLeaky; }

@@ -62,7 +62,7 @@ AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& opt
     throw InputError(fmt::format("{}: no output leaf has the time axis (a floating-point tensor [B, ...] with L = {} at "
                                  "dimension {}); its leaves: {}",
                                  what, options.seq_len, target.signature().time_axis(), leaf_list(leaves)));
-  // One output, the output itself: exactly today's audit.
+  // One output, the output itself: the plain audit.
   if (leaves.size() == 1 && leaves[0].path.empty()) {
     target.select_output("");
     auto r = run_causality_audit(target, options);

@@ -1,7 +1,7 @@
 #pragma once
 // Whether a TorchScript module's train-mode forward is, op for op, its eval-mode forward: then
 // the audit's train-mode passes would repeat its eval-mode passes bit for bit, and the audit
-// takes the eval-mode tables for both modes instead of probing twice (issue #27: half the
+// takes the eval-mode tables for both modes instead of probing twice (half the
 // future tables of a model without dropout, the usual inference export).
 //
 // The proof reads forward's graph with every method and function call inlined. The module's

@@ -1,4 +1,4 @@
-// The cache-consistency audit (issue #26 item 4) on the incremental controls
+// The cache-consistency audit on the incremental controls
 // (reference/make_incremental_controls.py, brute force on the saved files): a correct KV cache,
 // rotary cache, sliding-window cache, recurrent state and streaming convolution are consistent;
 // the classic bugs are not (position offset not advanced, rotary offset off by one, mask rows

@@ -1,6 +1,6 @@
 // The train-mode proof (audit/train_mode_proof.h): what it accepts and what blocks it, on
 // TorchScript written here; and the audit that uses it gives, on every case of every suite,
-// the same facts as the audit that probes train mode itself (issue #27 item 3: faster with
+// the same facts as the audit that probes train mode itself (faster, with
 // identical verdicts, horizons and evidence).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

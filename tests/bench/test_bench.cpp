@@ -146,7 +146,7 @@ TEST(BenchUnits, PeakRssAndLayerConfig) {
   EXPECT_EQ(c.layer_offsets(0), (std::vector<int64_t>{3, 5, 7}));
 }
 
-// Decode mode (issue #26 item 3): past and attention generate through their incremental paths
+// Decode mode: past and attention generate through their incremental paths
 // at each context; the Grassmann state stays the last max-offset reduced states whatever the
 // context, the KV cache grows with it; the future mixer has no decode mode (one line).
 TEST(BenchCli, DecodeModeMeasuresEveryContextAndTheStateSize) {

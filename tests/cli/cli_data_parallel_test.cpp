@@ -1,4 +1,4 @@
-// Data-parallel training on c10d (issue #17), with 2 local ranks on loopback, on a small fake
+// Data-parallel training on c10d, with 2 local ranks on loopback, on a small fake
 // corpus (seconds per run). The ranks are started the way torchrun starts them: the env://
 // variables RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (plus one torchrun run when
 // Debian's python3-torch is installed). Checked:

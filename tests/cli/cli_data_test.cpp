@@ -256,7 +256,7 @@ TEST(CliData, SnliBadFilesThroughTrainNli) {
 }  // namespace grassaudit::clitest
 
 namespace grassaudit::clitest {
-// grassaudit generate (issue #26 item 2): text through the incremental path of a trained
+// grassaudit generate: text through the incremental path of a trained
 // checkpoint, the audit gate first; deterministic for a seed; a leaky checkpoint is refused
 // (exit 1, one line: its samples are quarantined like its numbers); bad flags are one line.
 TEST(CliData, GenerateIsDeterministicForASeedAndRefusesALeakyCheckpoint) {

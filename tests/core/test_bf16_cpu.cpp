@@ -1,4 +1,4 @@
-// bf16 on CPU (issue #27 item 2), exercised on any CPU (LibTorch emulates bf16 where the CPU has
+// bf16 on CPU, exercised on any CPU (LibTorch emulates bf16 where the CPU has
 // no native support, so this checks correctness, not speed): under AutocastScope(CPU, bf16) the
 // fused head runs its GEMMs in bf16 (equal to an explicit bf16 formulation, different from
 // float32), the Grassmann fast path and attention run and stay near float32, gradients reach every

@@ -1,4 +1,4 @@
-// The CPU-flags-to-OpenBLAS-kernel mapping (issue #27 item 1): the best family the CPU has and
+// The CPU-flags-to-OpenBLAS-kernel mapping: the best family the CPU has and
 // the OS enables, an upgrade only over a lower family OpenBLAS fell back to, never a kernel whose
 // instructions are missing, never over a vendor-specific target; native bf16 detection.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The incremental path of the built-in models (issue #26 item 1): step() chunk by chunk from
+// The incremental path of the built-in models: step() chunk by chunk from
 // init_state() must give the full forward's final hidden states and logits at every position,
 // float64 1e-12 / float32 1e-5 relative to max |y|, for any split into chunks: one at a time, a
 // prefill then single steps, random chunk sizes, one chunk; both norms, odd lengths, batch > 1,

@@ -1,4 +1,4 @@
-// grassaudit train-nli data-parallel (issue #17): 2 local ranks on loopback (the env://
+// grassaudit train-nli data-parallel: 2 local ranks on loopback (the env://
 // variables torchrun sets) against 1 process at the same global batch, seed and dropout, on the
 // shared SNLI data (skipped without it). Each rank keeps its rows of the globally padded batch
 // and draws the whole batch's dropout masks, so the losses agree to float rounding and the

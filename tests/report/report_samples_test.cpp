@@ -1,4 +1,4 @@
-// The report's Samples section (issue #26 item 2): one short sample per valid paper-size run
+// The report's Samples section: one short sample per valid paper-size run
 // from its sample.json, or why it has none; leaky and small runs are not listed; a sample whose
 // weights are not the audited ones is refused when the run is loaded.
 #include <gtest/gtest.h>

@@ -38,8 +38,8 @@ TEST(CudaPrecisionFlag, EveryNameRoundTripsOnCuda) {
   }
 }
 
-// CPU: fp32 always, bf16 exactly where the CPU has native bf16 (AMX-BF16 or AVX512_BF16,
-// issue #27), tf32 never.
+// CPU: fp32 always, bf16 exactly where the CPU has native bf16 (AMX-BF16 or AVX512_BF16);
+// tf32 never.
 TEST(CudaPrecisionFlag, CpuAcceptsFp32AndNativeBf16) {
   EXPECT_EQ(resolve_cuda_precision(std::string("fp32"), "cpu"), CudaPrecision::kFp32);
   try {

@@ -1,4 +1,4 @@
-// The audit gate checks the incremental path of a built-in model too (issue #26 item 5): two
+// The audit gate checks the incremental path of a built-in model too: two
 // partitions and the isolation runs, decided in float64, before any perplexity; the future
 // mixer has none and says so; a leaky model is quarantined without it.
 #include <ATen/ATen.h>
