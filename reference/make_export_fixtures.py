@@ -62,6 +62,21 @@ class TokenLM(nn.Module):
         return self.head(h + self.mixer(h))
 
 
+class FeatureLM(nn.Module):
+    """features [B, L, 4] -> [B, L, 2] around one mixer [B, L, D] -> [B, L, D] (the gradient method runs
+    on feature inputs)."""
+
+    def __init__(self, mixer: nn.Module):
+        super().__init__()
+        self.inp = nn.Linear(4, D)
+        self.mixer = mixer
+        self.out = nn.Linear(D, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.inp(x)
+        return self.out(h + self.mixer(h))
+
+
 class Sdpa(nn.Module):
     """F.scaled_dot_product_attention. mask: causal (is_causal) | none | bool (tril, true = attend)
     | off_by_one (a bool tril(1): each position also sees the next one)."""
@@ -206,6 +221,10 @@ CASES = [
     C("rope-gqa-no-mask", lambda: TokenLM(RopeGqa(False)), "leaky", L1, "RoPE + grouped-query attention, no mask"),
     C("conv-causal", lambda: TokenLM(Conv(True)), "causal", 0, "Conv1d with left padding 2 (kernel 3)"),
     C("conv-same", lambda: TokenLM(Conv(False)), "leaky", 1, "Conv1d with padding 1 each side: reads x_{t+1}"),
+    C("features-gpt-block", lambda: FeatureLM(GptBlock(True)), "causal", 0,
+      "the GPT block on real features [B, L, 4] -> [B, L, 2]", inputs=("features:4",)),
+    C("features-conv-same", lambda: FeatureLM(Conv(False)), "leaky", 1,
+      "the same-padded Conv1d on real features", inputs=("features:4",)),
     # An RNN fixes the sequence length when exported (PyTorch 2.6 specialises it): static exports.
     C("gru", lambda: TokenLM(Rnn("gru")), "causal", 0, "nn.GRU (static shapes: batch 2, length 16)", static=True),
     C("gru-static-batch1", lambda: TokenLM(Rnn("gru")), "causal", 0,
@@ -221,6 +240,8 @@ CASES = [
 
 
 def example_args(case: Dict, B: int, L: int, gen: torch.Generator):
+    if case["inputs"][0].startswith("features"):
+        return (torch.randn(B, L, 4, generator=gen),)
     ids = torch.randint(0, VOCAB, (B, L), generator=gen)
     if len(case["inputs"]) == 2:
         return (ids, torch.ones(B, L, dtype=torch.int64))
@@ -270,7 +291,8 @@ def brute_force(path: str, case: Dict, L: int) -> Dict:
     m.to(torch.float64)
     B = case["batch"] if case["static"] else 2
     gen = torch.Generator().manual_seed(1000 + L)
-    x = mac.make_input("tokens", VOCAB, B, L, gen, torch.float64)
+    kind, n = mac.parse_input(case["inputs"][0].split("=")[-1])
+    x = mac.make_input(kind, n, B, L, gen, torch.float64)
     rest = example_args(case, B, L, torch.Generator().manual_seed(0))[1:]
 
     def run(inp):
@@ -281,7 +303,7 @@ def brute_force(path: str, case: Dict, L: int) -> Dict:
     horizon = 0
     for s in range(1, L):
         for _ in range(2):
-            y = run(mac.perturb(x, "tokens", VOCAB, s, gen))
+            y = run(mac.perturb(x, kind, n, s, gen))
             for k in y0:
                 scale = y0[k].abs().max().item()
                 d = (y[k] - y0[k]).abs().amax(dim=(0, 2))[:s] / scale
@@ -361,7 +383,8 @@ def main() -> None:
         m64 = torch.export.load(path).module()
         m64.to(torch.float64)
         with torch.no_grad():
-            y64 = run_float64(m64, lambda: m64(*args))
+            args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+            y64 = run_float64(m64, lambda: m64(*args64))
         for k, v in leaves(y64).items():
             want = leaves(y)[k]
             rel = ((v.float() - want).abs().max() / want.abs().max()).item()

@@ -84,11 +84,16 @@ c10::IValue ExportedProgramTarget::call(const at::Tensor& x) {
                                    ModelSignature::describe_arguments({ForwardArgument{in.name, "Tensor", false}})));
     args.push_back(it->second);
   }
+  auto failed = [&](const std::string& why) {
+    return InputError(fmt::format("{}: forward failed at L={} (input [{}] {}): {}", path_, x.dim() >= 2 ? x.size(1) : 0,
+                                  fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), why));
+  };
   try {
     return program_->run(args);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: forward failed at L={} (input [{}] {}): {}", path_, x.dim() >= 2 ? x.size(1) : 0,
-                                 fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), e.what()));
+    throw failed(e.what());
+  } catch (const c10::Error& e) {  // a value of the wrong kind between nodes (a damaged graph)
+    throw failed(first_meaningful_line(e.what_without_backtrace()));
   }
 }
 

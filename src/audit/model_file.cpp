@@ -1,6 +1,7 @@
 #include "audit/model_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 
@@ -12,7 +13,11 @@
 
 namespace grassaudit {
 
-std::string model_file_format(const std::string& path) {
+namespace {
+
+// The format by content; `other_zip`: a readable zip that is neither format and holds no
+// data.pkl (so not a torch.save file either), with a few of its entry names.
+std::string format_of(const std::string& path, std::string* other_zip) {
   char magic[4] = {0, 0, 0, 0};
   {
     std::ifstream f(path, std::ios::binary);
@@ -30,14 +35,30 @@ std::string model_file_format(const std::string& path) {
   bool code = false;
   for (const auto& e : zip->entries()) code = code || e.name.find("/code/") != std::string::npos;
   if (zip->find("data.pkl") && code) return "torchscript";
+  if (other_zip && !zip->find("data.pkl")) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < zip->entries().size() && i < 4; ++i) names.push_back(zip->entries()[i].name);
+    *other_zip = fmt::format("{} entries: {}{}", zip->entries().size(), fmt::join(names, ", "),
+                             zip->entries().size() > 4 ? ", ..." : "");
+    if (zip->entries().empty()) *other_zip = "no entries";
+  }
   return "";
 }
+
+}  // namespace
+
+std::string model_file_format(const std::string& path) { return format_of(path, nullptr); }
 
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,
                                                  int64_t time_axis, double feature_scale) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
-  const std::string format = model_file_format(path);
+  std::string other_zip;
+  const std::string format = format_of(path, &other_zip);
   if (format == "torch.export") return std::make_unique<ExportedProgramTarget>(path, inputs, time_axis, feature_scale);
+  if (!other_zip.empty())
+    throw InputError(fmt::format("{}: a zip file that is neither a torch.export archive nor TorchScript ({}); save the "
+                                 "model with torch.export.save or torch.jit.save",
+                                 path, other_zip));
   // TorchScript, and everything that is not a format read here: the TorchScript loader's
   // explanation names what the file is (a torch.save file, not a zip, a damaged archive).
   return std::make_unique<TorchScriptTarget>(path, inputs, time_axis, feature_scale);

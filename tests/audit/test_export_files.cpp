@@ -209,6 +209,17 @@ TEST(ExportFiles, BadArchivesSayWhyInOneLine) {
     std::ofstream(temp("truncated.pt2"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
     expect_one_line(open_error(temp("truncated.pt2")), {"truncated.pt2"});
   }
+  {  // a zip of something else: named by what it holds
+    std::string bytes = slurp(kExport / "gpt_block_packaged.pt2");
+    for (const std::string name : {"archive_format", "archive_version"}) {
+      const std::string from = "package/" + name, to = "package/" + std::string(name.size(), 'x');
+      for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1))
+        bytes.replace(at, from.size(), to);
+    }
+    std::ofstream(temp("other.zip"), std::ios::binary) << bytes;
+    expect_one_line(open_error(temp("other.zip")), {"other.zip", "neither a torch.export archive nor TorchScript",
+                                                    "entries: package/"});
+  }
   std::ofstream(temp("empty.pt2"), std::ios::binary) << std::string();
   expect_one_line(open_error(temp("empty.pt2")), {"empty.pt2"});
   patch(packaged, temp("version.pt2"), "archive_version", "0", "7");
