@@ -1,6 +1,7 @@
 #include "audit/exported_program.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

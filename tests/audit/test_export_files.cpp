@@ -3,6 +3,7 @@
 // build (LibTorch 1.13 or 2.6), reproduces PyTorch 2.6's own output on a fixed input, and gets the
 // verdict and horizon brute force gave under 2.6. Damaged or unreadable archives get one line.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/version.h>
 
