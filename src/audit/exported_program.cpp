@@ -187,7 +187,12 @@ const std::vector<ExportedInput>& ExportedProgram::inputs() const { return impl_
 std::vector<std::pair<std::string, at::Tensor>>& ExportedProgram::parameters() { return impl_->parameters; }
 std::vector<std::pair<std::string, at::Tensor>>& ExportedProgram::buffers() { return impl_->buffers; }
 std::vector<std::pair<std::string, at::Tensor>>& ExportedProgram::constants() { return impl_->constants; }
-std::vector<std::string> ExportedProgram::op_census() const { return impl_->census; }
+std::vector<std::string> ExportedProgram::op_census() const {
+  std::vector<std::string> unique;
+  for (const auto& t : impl_->census)
+    if (std::find(unique.begin(), unique.end(), t) == unique.end()) unique.push_back(t);
+  return unique;
+}
 bool ExportedProgram::mutates_buffers() const {
   for (const auto& s : impl_->sinks)
     if (s.k == OutputSink::K::kBuffer) return true;
