@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets for the text readers (no LibTorch: src/util + src/text only) with
+# Builds the libFuzzer targets for the text readers and the model-archive reader (no LibTorch:
+# src/util, src/text and src/audit/zip_reader.cpp) with
 # clang, -fsanitize=fuzzer,address,undefined, into build-fuzz/ (or $1).
 #   scripts/fuzz/build.sh [OUT_DIR]
 # Needs: clang (14+) and its compiler-rt (Debian: clang-14, libclang-rt-14-dev), plus the
@@ -16,7 +17,7 @@ LIBS=(-lfmt -lz -lutf8proc)
 # Library objects once (fuzzer-no-link: instrumented, no main), then one binary per target.
 objs=()
 jobs="${FUZZ_JOBS:-1}"
-for src in "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp; do
+for src in "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/audit/zip_reader.cpp; do
   rel="${src#$ROOT/src/}"
   obj="$OUT/obj/${rel//\//_}.o"
   objs+=("$obj")

@@ -25,6 +25,9 @@ seed() {  # seed TARGET: a few real-data examples in an empty corpus
     fuzz_wordpiece|fuzz_word_tokenizer)
       [ -f "$DATA/wikitext-2/wiki.valid.tokens" ] && head -c 2000 "$DATA/wikitext-2/wiki.valid.tokens" >"$c/wiki"
       printf 'Unaffable café 中文 naïve\tTAB\r\nx\ry' >"$c/unicode" ;;
+    fuzz_zip_reader)
+      cp "$ROOT/audits/export/gpt_block.pt2" "$c/flat"
+      cp "$ROOT/audits/export/gpt_block_packaged.pt2" "$c/packaged" ;;
     fuzz_snli)
       if [ -f "$DATA/snli/snli_1.0_dev.jsonl.gz" ]; then
         (zcat "$DATA/snli/snli_1.0_dev.jsonl.gz" | head -3 >"$c/dev3") || true

@@ -12,7 +12,7 @@
 
 #include "audit/incremental_audit.h"
 #include "audit/output_audit.h"
-#include "audit/torchscript_target.h"
+#include "audit/model_file.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -122,7 +122,8 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, res.name.empty() ? "?" : res.name, e.what()));
     }
-    TorchScriptTarget target(model_path, inputs, time_axis);
+    const std::unique_ptr<ModelFileTarget> opened = open_model_file(model_path, inputs, time_axis);
+    ModelFileTarget& target = *opened;
     if (refused) {
       // The one-line reason the audit gives: "forward changes its state" / "nondeterministic in" /
       // "no incremental API" (checked before any probe, as the CLI does).

@@ -614,6 +614,7 @@ nlohmann::json to_json(const AuditResult& r) {
   j["vacuous"] = r.vacuous;
   j["past_effect"] = r.past_effect;
   j["target"] = r.target;
+  if (!r.format.empty()) j["format"] = r.format;
   j["weights_sha256"] = r.weights_sha256;
   j["notes"] = r.notes;
   nlohmann::json mh = nlohmann::json::object();

@@ -231,6 +231,7 @@ struct AuditResult {
   std::optional<StructuralPass> structural;  // nullopt: the target cannot redraw its parameters
   std::string weights_sha256;
   std::string target;
+  std::string format;  // a model file's format (torchscript | torch.export); "" for built-in models
 
   // The contract audited and the properties beyond the time axis (see the top of this file).
   int64_t lookahead = 0;

@@ -27,9 +27,37 @@ bool worse(const AuditResult& a, const AuditResult& b) {
 
 }  // namespace
 
-AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& options,
+AuditOptions file_audit_options(ModelFileTarget& target, const AuditOptions& given, std::vector<std::string>* notes) {
+  AuditOptions options = given;
+  const auto fixed = target.fixed_seq_len();
+  if (!fixed) return options;
+  if (options.seq_len != *fixed)
+    throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}: audit it "
+                                 "with --seq-len {}, or save it with a dynamic sequence dimension",
+                                 target.describe(), *fixed, options.seq_len, *fixed));
+  for (int64_t l : options.seq_lens)
+    if (l != *fixed)
+      throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}",
+                                   target.describe(), *fixed, l));
+  options.seq_lens = {*fixed};
+  if (notes)
+    notes->push_back(fmt::format("the file runs at length {} only (its sequence length is fixed in the file): the "
+                                 "other lengths of the schedule{} are skipped",
+                                 *fixed, options.length_check ? " and the length check" : ""));
+  options.length_check = false;
+  return options;
+}
+
+AuditResult run_output_audits(ModelFileTarget& target, const AuditOptions& given,
                               const std::optional<std::string>& only) {
   if (only) validate_output_path(*only);
+  std::vector<std::string> file_notes = target.notes();
+  const AuditOptions options = file_audit_options(target, given, &file_notes);
+  auto finish = [&](AuditResult r) {
+    r.format = target.format();
+    r.notes.insert(r.notes.end(), file_notes.begin(), file_notes.end());
+    return r;
+  };
   auto leaves = target.output_leaves(options.seq_len);
   const std::string what = target.describe();
   // A leaf has the time axis when its dimension K is L and follows L: a [B, D] leaf with D = L
@@ -67,7 +95,7 @@ AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& opt
     target.select_output("");
     auto r = run_causality_audit(target, options);
     r.output_shape = leaves[0].shape;
-    return r;
+    return finish(std::move(r));
   }
   std::vector<AuditResult> results;
   size_t worst = 0;
@@ -97,7 +125,7 @@ AuditResult run_output_audits(TorchScriptTarget& target, const AuditOptions& opt
   top.seconds = seconds;  // the whole audit: every leaf
   top.probes = probes;
   target.select_output(top.worst_output);
-  return top;
+  return finish(std::move(top));
 }
 
 }  // namespace grassaudit

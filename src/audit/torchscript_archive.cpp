@@ -91,7 +91,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 const std::string kRemedyExport =
-    "export it with torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)";
+    "save it with torch.export.save(torch.export.export(model, args), PATH), or export it with "
+    "torch.jit.script(model).save(PATH) or torch.jit.trace(model, example).save(PATH)";
 
 }  // namespace
 
@@ -109,8 +110,8 @@ std::string explain_torchscript_load_failure(const std::string& path, const std:
     if (size >= 2 && static_cast<unsigned char>(magic[0]) == 0x80 && magic[1] >= 2 && magic[1] <= 5)
       return fmt::format("a legacy (pre-1.6 format) torch.save pickle, not TorchScript: load it in Python and {}",
                          kRemedyExport);
-    return fmt::format("not a PyTorch file (no zip archive, {} bytes): a TorchScript file is what "
-                       "torch.jit.save writes; {}",
+    return fmt::format("not a PyTorch file (no zip archive, {} bytes): grassaudit reads what torch.export.save and "
+                       "torch.jit.save write; {}",
                        size, kRemedyExport);
   }
   const auto listing = list_zip(f, size);

@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_target.h"
-#include "audit/model_signature.h"
+#include "audit/model_file.h"
 
 namespace torch::jit {
 struct Module;
@@ -16,7 +15,7 @@ struct Module;
 
 namespace grassaudit {
 
-class TorchScriptTarget : public AuditTarget {
+class TorchScriptTarget : public ModelFileTarget {
  public:
   // InputError when the file is missing, not TorchScript, has no forward, or its arguments do
   // not take `inputs` (ModelSignature).
@@ -55,12 +54,13 @@ class TorchScriptTarget : public AuditTarget {
   std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override;
   void restore_redrawn_parameters() override;
 
-  const ModelSignature& signature() const { return signature_; }
+  const char* format() const override { return "torchscript"; }
+  const ModelSignature& signature() const override { return signature_; }
   // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
-  std::vector<OutputLeaf> output_leaves(int64_t L);
+  std::vector<OutputLeaf> output_leaves(int64_t L) override;
   // The leaf forward() returns from now on.
-  void select_output(const std::string& path) { output_path_ = path; }
-  const std::string& selected_output() const { return output_path_; }
+  void select_output(const std::string& path) override { output_path_ = path; }
+  const std::string& selected_output() const override { return output_path_; }
 
  private:
   c10::IValue call(const at::Tensor& x);

@@ -1,5 +1,5 @@
 // grassaudit audit: the causality audit from the command line.
-//   --model FILE.pt --input tokens:V|features:C --seq-len L   a user's TorchScript model
+//   --model FILE --input tokens:V|features:C --seq-len L      a user's model (torch.export or TorchScript)
 //   --mixer NAME [--checkpoint FILE] [model flags]            a built-in LM (untrained or trained)
 //   --checkpoint FILE                                          the mixer stored in the checkpoint
 //   --suite FILE                                               a suite of control models
@@ -18,7 +18,7 @@
 #include "audit/causality_audit.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
-#include "audit/torchscript_target.h"
+#include "audit/model_file.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
@@ -77,7 +77,7 @@ namespace {
 
 void add_audit_options(po::options_description& desc) {
   desc.add_options()
-      ("model", po::value<std::string>(), "TorchScript model file (forward: ids [B,L] or features [B,L,C])")
+      ("model", po::value<std::string>(), "model file: torch.export (.pt2) or TorchScript (forward: ids [B,L] or features [B,L,C])")
       ("input", po::value<std::vector<std::string>>()->composing(),
        "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros")
       ("time-axis", po::value<int64_t>()->default_value(1),
@@ -136,7 +136,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
   return opt;
 }
 
-// --model (a TorchScript file) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
+// --model (a model file, its format read from its content: audit/model_file.h) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
 std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
   if (vm.count("model")) {
     if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
@@ -146,7 +146,7 @@ std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptio
     const double scale = vm["feature-scale"].as<double>();
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
     opt.seq_len = vm["seq-len"].as<int64_t>();
-    return std::make_unique<TorchScriptTarget>(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale);
+    return open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale);
   }
   if (!vm["time-axis"].defaulted()) throw InputError("--time-axis is for --model");
   if (vm.count("input")) throw InputError("--input is for --model (built-in models take tokens)");
@@ -218,16 +218,20 @@ int audit_main(int argc, char** argv) {
 
     AuditResult result;
     std::optional<std::string> only;
-    if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) {  // leaf by leaf (audit/output_audit.h)
+    if (auto* ts = dynamic_cast<ModelFileTarget*>(target.get())) {  // leaf by leaf (audit/output_audit.h)
       if (!vm["output"].defaulted()) only = vm["output"].as<std::string>();
       result = run_output_audits(*ts, opt, only);
     } else {
       result = run_causality_audit(*target, opt);
     }
-    if (property_cases) run_property_search(*target, opt, *property_cases, result);
+    if (property_cases) {
+      AuditOptions property_opt = opt;  // a file's fixed length holds for the search too
+      if (auto* file = dynamic_cast<ModelFileTarget*>(target.get())) property_opt = file_audit_options(*file, opt, nullptr);
+      run_property_search(*target, property_opt, *property_cases, result);
+    }
     if (incremental) {
       // step returns one tensor: it is compared with forward's output, or the leaf --output names.
-      if (auto* ts = dynamic_cast<TorchScriptTarget*>(target.get())) ts->select_output(only.value_or(""));
+      if (auto* ts = dynamic_cast<ModelFileTarget*>(target.get())) ts->select_output(only.value_or(""));
       audit_incremental(*target, opt, result);
     }
     std::cout << summarize(result);

@@ -223,6 +223,26 @@ TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   }
 }
 
+// The top README's torch.export snippet, run where /usr/bin/python3 has torch.export (PyTorch
+// 2.x: the Debian 13 root), then audited as it says: a .pt2 read by its content.
+TEST(CliContract, ReadmeExportSnippetIsAudited) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  if (std::system("/usr/bin/python3 -c 'import torch.export' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 has no torch.export (PyTorch 1.13): the 2.6 build runs this";
+  TempDir t;
+  Cli cli(t);
+  const std::string block = readme_python_block("README.md", "readme-export-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-export-snippet python block in README.md";
+  ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
+  auto r = cli.run({"audit", "--model", t.file("my_model.pt2"), "--input", "tokens:100", "--seq-len", "64", "--trials",
+                    "1", "--threads", "1", "--json", t.file("a.json")});
+  ASSERT_EQ(r.status, 0) << show(r);
+  auto j = nlohmann::json::parse(read_text(t.file("a.json")));
+  EXPECT_EQ(j["format"], "torch.export");
+  EXPECT_TRUE(j["contract_holds"].get<bool>());
+  EXPECT_FALSE(j["vacuous"].get<bool>());
+}
+
 // audits/README.md's Hugging Face-style snippet (two inputs, a dict output), exported and audited
 // with the flags it gives.
 TEST(CliContract, ReadmeHuggingFaceSnippetIsAuditedLeafByLeaf) {

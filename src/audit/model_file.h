@@ -1,0 +1,52 @@
+#pragma once
+// The one place a model file is opened: its format is recognised by its content, never by its
+// name, and the target for that format is built. Everything above (the checks, the output-leaf
+// audit, the suite runner, the CLI) sees a ModelFileTarget and never names a format.
+//
+// Formats read today (how each is recognised):
+//   torchscript   a zip with a data.pkl and code/ records (torch.jit.save)
+//   torch.export  a zip with serialized_exported_program.json (torch.export.save, PyTorch 2.6
+//                 flat layout), or with archive_format "pt2" and models/*.json (the packaged PT2
+//                 archive of PyTorch 2.8+)
+// Anything else is one line naming what was found (a torch.save file, a zip of something else,
+// not a zip at all).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/audit_target.h"
+#include "audit/model_signature.h"
+
+namespace grassaudit {
+
+// A model read from a file, seen through its model signature (audit/model_signature.h): the
+// arguments bound to --input values, time at --time-axis, one output leaf selected at a time.
+class ModelFileTarget : public AuditTarget {
+ public:
+  // "torchscript" | "torch.export": the JSON's `format`.
+  virtual const char* format() const = 0;
+  virtual const ModelSignature& signature() const = 0;
+  // The output leaves at length L (one eval-mode pass of random rows, no gradients).
+  virtual std::vector<OutputLeaf> output_leaves(int64_t L) = 0;
+  // The leaf forward() returns from now on ("" = a one-tensor output).
+  virtual void select_output(const std::string& path) = 0;
+  virtual const std::string& selected_output() const = 0;
+  // The one sequence length the file runs at (an export with a static length), nullopt: any.
+  virtual std::optional<int64_t> fixed_seq_len() const { return std::nullopt; }
+  // Notes every audit of this file carries: what the file fixes that the audit would otherwise
+  // vary (its batch size, its train mode).
+  virtual std::vector<std::string> notes() const { return {}; }
+};
+
+// The format of the file at `path` by its content: "torchscript", "torch.export", or "" when it
+// is neither (open_model_file then says what it is).
+std::string model_file_format(const std::string& path);
+
+// Opens the model at `path`. InputError, one line, when the file is missing, of no format read
+// here, damaged, or its arguments do not take `inputs`.
+std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,
+                                                 int64_t time_axis = 1, double feature_scale = 1.0);
+
+}  // namespace grassaudit
