@@ -201,9 +201,9 @@ class TwoInputs(nn.Module):
         return {"logits": self.head(h), "hidden": h}
 
 
-def C(name, build, verdict, horizon, why, static=False, batch=2, inputs=("tokens:64",)):
+def C(name, build, verdict, horizon, why, static=False, batch=2, inputs=("tokens:64",), zero_o=None):
     return dict(name=name, build=build, verdict=verdict, horizon=horizon, why=why, static=static, batch=batch,
-                inputs=list(inputs))
+                inputs=list(inputs), zero_o=zero_o)
 
 
 L1 = SEQ_LEN - 1
@@ -236,6 +236,12 @@ CASES = [
     C("two-inputs-dict", lambda: TwoInputs(), "causal", 0,
       "forward(ids, attention_mask) -> {logits, hidden}: a causal GPT block behind a padding mask",
       inputs=("ids=tokens:64", "attention_mask=ones")),
+    # Attention whose output projection is zero-initialised (weight and bias): it adds nothing as given
+    # (causal), and the structural pass, which redraws the zero weight, must find what the branch reads.
+    C("sdpa-no-mask-zero-o", lambda: TokenLM(Sdpa("none")), "causal", 0,
+      "F.scaled_dot_product_attention without a mask behind a zero-initialised output projection", zero_o="leaky"),
+    C("sdpa-is-causal-zero-o", lambda: TokenLM(Sdpa("causal")), "causal", 0,
+      "its causal twin (is_causal) behind a zero-initialised output projection", zero_o="causal"),
 ]
 
 
@@ -248,9 +254,15 @@ def example_args(case: Dict, B: int, L: int, gen: torch.Generator):
     return (ids,)
 
 
-def export(case: Dict) -> str:
+def export(case: Dict, redrawn: bool = False) -> str:
+    """The case's module exported; zero_o cases with mixer.o zeroed, or (redrawn) with its weight
+    drawn at N(0, 0.1^2) instead: the model the structural pass audits."""
     torch.manual_seed(sum(map(ord, case["name"])))
     model = case["build"]().eval()
+    if case["zero_o"]:
+        with torch.no_grad():
+            model.mixer.o.bias.zero_()
+            model.mixer.o.weight.copy_(torch.randn(D, D) * 0.1 if redrawn else torch.zeros(D, D))
     args = example_args(case, case["batch"], SEQ_LEN, torch.Generator().manual_seed(5))
     if case["static"]:
         ep = torch.export.export(model, args)
@@ -258,7 +270,7 @@ def export(case: Dict) -> str:
         B, L = Dim("batch", min=1, max=4096), Dim("seq", min=2, max=MAX_LEN)
         shapes = tuple({0: B, 1: L} for _ in args)
         ep = torch.export.export(model, args, dynamic_shapes=shapes)
-    path = os.path.join(OUT, case["name"].replace("-", "_") + ".pt2")
+    path = os.path.join(OUT, case["name"].replace("-", "_") + (".redrawn.tmp.pt2" if redrawn else ".pt2"))
     torch.export.save(ep, path)
     return path
 
@@ -397,6 +409,19 @@ def main() -> None:
                  "expect": {"verdict": case["verdict"], "leak_horizon": case["horizon"]},
                  "why": case["why"] + f" (torch.export, PyTorch {torch.__version__})",
                  "checked": {"lengths": lengths, "leak_horizon": horizon}}
+        if case["zero_o"]:
+            tmp = export(case, redrawn=True)
+            try:
+                structural = max(brute_force(tmp, case, n)["horizon"] for n in lengths)
+            finally:
+                os.remove(tmp)
+            if ("leaky" if structural > 0 else "causal") != case["zero_o"]:
+                failures.append(f"{case['name']}: declared structural {case['zero_o']}, brute force {structural}")
+            entry["expect"]["structural"] = case["zero_o"]
+            if structural > 0:
+                entry["expect"]["verdict"] = "leaky"
+                entry["expect"]["violations"] = ["structural"]
+            entry["checked"]["structural_leak_horizon"] = structural
         if len(case["inputs"]) == 1:
             entry["input"] = case["inputs"][0]
         else:

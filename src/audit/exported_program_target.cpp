@@ -10,6 +10,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/exported_program.h"
+#include "audit/zero_redraw.h"
 #include "util/error.h"
 #include "util/error_text.h"
 #include "util/sha256.h"
@@ -189,6 +190,27 @@ std::vector<at::Tensor> ExportedProgramTarget::jitter_parameters() {
   for (const auto& [name, t] : program_->parameters())
     if (at::isFloatingType(t.scalar_type())) out.push_back(t);
   return out;
+}
+
+std::vector<RedrawnTensor> ExportedProgramTarget::redraw_zero_parameters(uint64_t seed) {
+  auto& params = program_->parameters();
+  std::vector<RedrawnTensor> out;
+  for (const auto& r : plan_zero_redraws(params, seed)) {
+    for (auto& [name, t] : params)
+      if (name == r.record.name) {
+        redrawn_.emplace_back(name, t);  // the forward reads the list: the zeros are kept aside, not copied over
+        t = r.drawn.to(t.scalar_type());
+      }
+    out.push_back(r.record);
+  }
+  return out;
+}
+
+void ExportedProgramTarget::restore_redrawn_parameters() {
+  for (auto& [name, t] : program_->parameters())
+    for (const auto& [zname, zeros] : redrawn_)
+      if (name == zname) t = zeros.to(t.scalar_type());
+  redrawn_.clear();
 }
 
 void ExportedProgramTarget::snapshot_state(bool restore) {

@@ -43,6 +43,10 @@ class ExportedProgramTarget : public ModelFileTarget {
   // Proven unless a node draws random numbers: the graph is the same in both modes.
   std::optional<TrainModeProof> train_mode_proof() override;
   std::vector<at::Tensor> jitter_parameters() override;
+  // The structural pass over the graph signature's parameters (audit/zero_redraw.h).
+  bool supports_structural_pass() const override { return true; }
+  std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override;
+  void restore_redrawn_parameters() override;
   void snapshot_state(bool restore) override;
   std::string changed_state() override;
   void restore_state() override;
@@ -71,6 +75,7 @@ class ExportedProgramTarget : public ModelFileTarget {
   bool promoted_ = false;
   std::optional<int64_t> fixed_len_, fixed_batch_;
   std::vector<std::pair<std::string, at::Tensor>> state_;  // recorded buffers (snapshot_state)
+  std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // the zeros the structural pass set aside
   bool tracking_ = false, restore_ = false, held_ = false;
 };
 
