@@ -52,7 +52,7 @@ std::string render_samples(const std::vector<RunRecord>& runs) {
 std::string render_provenance_table(const std::vector<RunRecord>& runs) {
   MdTable t;
   t.header = {"run", "code (git commit, grassaudit)", "LibTorch", "BLAS",
-              "threads (OpenMP / BLAS), world size, device", "data SHA-256", "command line",
+              "threads (OpenMP / BLAS), world size, device, precision, CPU", "data SHA-256", "command line",
               "audit.json"};
   for (const auto& r : runs) {
     const std::string gate = r.task == "lm" ? audit_gate_cell(r.audit_file) : "- (no causality audit for SNLI heads)";
@@ -63,7 +63,8 @@ std::string render_provenance_table(const std::vector<RunRecord>& runs) {
     const RunProvenance& p = *r.provenance;
     t.rows.push_back({r.name, code_cell(p), p.libtorch_version, p.blas,
                       threads_cell(p, std::nullopt) + ", world " + std::to_string(p.world_size) +
-                          ", " + p.device,
+                          ", " + p.device + ", " + p.precision + ", " +
+                          (p.cpu.empty() ? "CPU not recorded" : p.cpu),
                       data_cell(p), p.command_line.empty() ? "not recorded" : "`" + p.command_line + "`",
                       gate});
   }

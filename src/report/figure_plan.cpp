@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report/best_epoch.h"
 #include "report/format.h"
 #include "report/limitations.h"
 #include "report/seed_groups.h"
@@ -326,6 +327,98 @@ void plan_bench(const std::vector<BenchPoint>& bench, FigurePlan& plan) {
                           "(machine, threads and BLAS in the table below)."});
 }
 
+
+// Learning curves of the runs trained to their best epoch, beside every per-epoch validation point
+// the reproductions publish (at their own settings: the legend names them) and the paper's best
+// validation perplexities at our runs' L and depth (the paper publishes no curve).
+void plan_learning_curves(const std::vector<RunRecord>& runs, const Published& pub,
+                          const std::map<std::string, std::string>& stems, FigurePlan& plan) {
+  const auto selected = best_epoch_runs(runs);
+  std::vector<std::string> plots;
+  std::set<std::pair<long long, long long>> settings;  // (L, layers) of our runs
+  double max_epoch = 0;
+  int colour = 0;
+  for (const RunRecord* r : selected) {
+    if (r->evals.empty() || standing_of(*r) == Standing::kUnaudited) continue;
+    std::string data;
+    for (const auto& e : r->evals) {
+      data += fmt::format("{:.6g} {:.6g}\n", e.epoch, e.ppl);
+      max_epoch = std::max(max_epoch, e.epoch);
+    }
+    const bool leaky = standing_of(*r) == Standing::kQuarantined;
+    const std::string file = "curve-" + stems.at(r->name) + ".dat";
+    plan.data_files.emplace_back(file, data);
+    std::string title = r->name;
+    if (r->best_epoch) {
+      title += fmt::format(" (best epoch {}{})", std::llround(*r->best_epoch),
+                           reached_best_epoch(*r) ? "" : " so far");
+    }
+    if (leaky) title += " QUARANTINED (leaky)";
+    plots.push_back(fmt::format("{} using 1:2 with linespoints lc {} lw 2 pt 7 ps 0.6 dt {} title {}",
+                                q("data/" + file), ++colour, leaky ? 2 : 1, q(title)));
+    if (r->seq_len && r->layers) settings.insert({*r->seq_len, *r->layers});
+  }
+  if (plots.empty()) return;
+
+  int points = 0;
+  std::vector<std::string> sources;
+  for (const auto& r : pub.repro_lm) {
+    const std::string setting = fmt::format("{}, L {}, {} layers", r.tokenizer, r.seq_len, r.layers);
+    bool any = false;
+    for (const auto& [curve, model] : {std::make_pair(&r.transformer_by_epoch, "Transformer"),
+                                       std::make_pair(&r.grassmann_by_epoch, "Grassmann")}) {
+      if (curve->empty()) continue;
+      std::string data;
+      for (const auto& p : *curve) {
+        data += fmt::format("{:.6g} {:.6g}\n", p.epoch, p.ppl);
+        max_epoch = std::max(max_epoch, p.epoch);
+      }
+      const std::string file = "curve-repro-" + file_stem(r.name) + "-" + file_stem(model) + ".dat";
+      plan.data_files.emplace_back(file, data);
+      // Hollow points: squares for Transformer, triangles for Grassmann.
+      plots.push_back(fmt::format("{} using 1:2 with points lc rgb {} pt {} ps 0.9 title {}",
+                                  q("data/" + file), points % 2 ? "'gray40'" : "'gray60'",
+                                  std::string(model) == "Transformer" ? 4 : 8,
+                                  q(r.name + " " + model + " (" + setting + ")")));
+      ++points;
+      any = true;
+    }
+    if (any) sources.push_back(r.name + " (" + setting + ")");
+  }
+  std::vector<std::string> paper_lines;
+  for (const auto& p : pub.lm) {
+    if (p.schedule != "first" || !settings.count({p.seq_len, p.layers})) continue;
+    plots.push_back(fmt::format("{} with lines lc rgb {} dt 3 lw 2 title {}", p.val_ppl,
+                                p.family == Family::kGrassmann ? "'gray30'" : "'gray60'",
+                                q("paper " + p.model + " L" + std::to_string(p.seq_len) + ", " +
+                                  std::to_string(p.layers) + " layers, best of " +
+                                  fmt_epochs(pub.epochs) + " epochs: " + p.val_ppl_text)));
+    paper_lines.push_back(p.model + " " + p.val_ppl_text);
+  }
+
+  std::string body = "set title 'Learning curves to the best epoch'\n";
+  body += "set xlabel 'epoch'\nset ylabel 'validation perplexity (log scale)'\n";
+  body += fmt::format("set xrange [0:{:.0f}]\n", std::ceil(max_epoch) + 1);
+  body += "set logscale y\nset grid\nset key below left Left reverse\n";
+  body += "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
+  body += "\n";
+  plan.script += both_terminals("learning-curves", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
+
+  std::string caption =
+      "Our runs trained to their best epoch (early stopping): validation perplexity at every "
+      "evaluation in metrics.jsonl.";
+  caption += sources.empty()
+                 ? " No reproduction publishes per-epoch validation perplexities."
+                 : " Grey points: every per-epoch validation perplexity a reproduction publishes "
+                   "(squares Transformer, triangles Grassmann), at its own setting: " +
+                       join_list(sources) + ".";
+  caption += paper_lines.empty()
+                 ? " The paper publishes no curve and has no row at our runs' L and depth."
+                 : " The paper publishes no curve, only its best over " + fmt_epochs(pub.epochs) +
+                       " epochs (dotted grey lines: " + join_list(paper_lines, ", ") + ").";
+  plan.figures.push_back({"learning-curves", "Learning curves to the best epoch", caption});
+}
 }  // namespace
 
 FigurePlan plan_figures(const std::vector<RunRecord>& runs, const std::vector<BenchPoint>& bench,
@@ -333,6 +426,7 @@ FigurePlan plan_figures(const std::vector<RunRecord>& runs, const std::vector<Be
   FigurePlan plan;
   const auto stems = run_stems(runs);
   plan_ppl(runs, pub, stems, plan);
+  plan_learning_curves(runs, pub, stems, plan);
   plan_train_loss(runs, stems, plan);
   plan_leak_maps(runs, stems, plan);
   plan_bench(bench, plan);

@@ -23,8 +23,9 @@ struct FigurePlan {
   std::string script;                                            // gnuplot commands
 };
 
-// Figures: validation perplexity per epoch (runs with eval records), training loss per logged
-// step (LM runs with train records; leaky runs dashed), one leak map per run whose audit.json
+// Figures: validation perplexity per epoch (runs with eval records), the learning curves of runs
+// trained to their best epoch beside the reproductions' published per-epoch points, training loss
+// per logged step (LM runs with train records; leaky runs dashed), one leak map per run whose audit.json
 // has one, tokens/s vs sequence length per mixer (bench points).
 FigurePlan plan_figures(const std::vector<RunRecord>& runs, const std::vector<BenchPoint>& bench,
                         const Published& pub);

@@ -1,5 +1,9 @@
 #include "report/limitations.h"
 
+#include <cmath>
+
+#include <fmt/format.h>
+
 #include "report/format.h"
 #include "report/labels.h"
 
@@ -25,6 +29,12 @@ std::vector<std::string> run_differences(const Published& pub, const RunRecord& 
   std::vector<std::string> c;
   if (!run.epochs) {
     c.push_back("epochs not recorded");
+  } else if (run.patience > 0 && run.stopped_by == "patience" && run.best_epoch) {
+    // Early stopping ends the schedule at the best epoch's patience; the epochs left were not
+    // expected to improve on it.
+    c.push_back(fmt::format("early-stopped after {} (best epoch {}, patience {}) of the paper's {}",
+                            epochs_phrase(*run.epochs), std::llround(*run.best_epoch),
+                            run.patience, fmt_epochs(pub.epochs)));
   } else if (*run.epochs != pub.epochs) {
     c.push_back(epochs_phrase(*run.epochs) + " vs the paper's " + fmt_epochs(pub.epochs));
   }

@@ -89,6 +89,8 @@ std::optional<RunProvenance> read_provenance(const json& summary, const std::str
   r.blas_threads = opt_integer(p, "blas_threads", where);
   r.world_size = req_int(p, "world_size", where);
   r.device = req(p, "device", where);
+  r.precision = opt_string(p, "precision", where).value_or("fp32");
+  r.cpu = opt_string(p, "cpu", where).value_or("");
   r.command_line = req(p, "command_line", where);
   auto data = p.find("data_sha256");
   if (data == p.end() || !data->is_object()) {

@@ -32,6 +32,8 @@ struct RunProvenance {
   std::optional<long long> blas_threads;  // only when the writer records it
   long long world_size = 1;
   std::string device;
+  std::string precision = "fp32";  // "fp32" | "tf32" | "bf16"; fp32 where not recorded
+  std::string cpu;                 // model name and cores; "" where not recorded
   std::string command_line;
   std::map<std::string, std::string> data_sha256;  // path -> 64 hex digits
   std::vector<TrainingSession> sessions;            // empty when the writer records none

@@ -154,10 +154,17 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
   }
 }
 
-// Our causal LM seed groups, paired by (tokenizer, dataset, L, layers, d_model, norm): attention
-// against past-pairing Grassmann. The normalisation is part of the key: a pre-norm model against a
-// post-norm one would measure the placement, not the mixer.
-using PairKey = std::tuple<std::string, std::string, long long, long long, long long, std::string>;
+// Our causal LM seed groups, paired by (tokenizer, dataset, L, layers, d_model, norm, precision,
+// patience): attention against past-pairing Grassmann. The normalisation is part of the key: a
+// pre-norm model against a post-norm one would measure the placement, not the mixer. So are the
+// precision and the stopping rule: a run trained to its best epoch against one stopped by a token
+// budget would measure the schedule.
+using PairKey = std::tuple<std::string, std::string, long long, long long, long long, std::string,
+                           std::string, long long>;
+
+std::string precision_of(const RunRecord& r) {
+  return r.provenance ? r.provenance->precision : std::string("fp32");
+}
 
 const SeedGroup* best_of(const std::vector<const SeedGroup*>& groups) {
   const SeedGroup* best = nullptr;
@@ -195,7 +202,8 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
   for (const auto& g : groups) {
     if (g.standing != Standing::kValid) continue;
     const RunRecord& r = g.first();
-    PairKey key{r.tokenizer, r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1), r.d_model.value_or(-1), r.norm};
+    PairKey key{r.tokenizer,         r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1),
+                r.d_model.value_or(-1), r.norm,    precision_of(r),        r.patience};
     if (r.family == Family::kAttention) {
       pairs[key].first.push_back(&g);
     } else if (r.pairing == Pairing::kPast) {
@@ -218,6 +226,10 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
                   or_dash(a.layers) + " layers";
     if (a.d_model) row.setting += ", d_model " + std::to_string(*a.d_model);
     if (a.norm == "pre") row.setting += ", pre-norm";
+    if (precision_of(a) != "fp32") row.setting += ", " + precision_of(a);
+    if (a.patience > 0) {
+      row.setting += ", to the best epoch (patience " + std::to_string(a.patience) + ")";
+    }
     row.transformer_ppl = t ? group_valid_cell(*t) : "-";
     row.grassmann_ppl = g ? group_valid_cell(*g) : "-";
     row.limits = limits_text(t, g);

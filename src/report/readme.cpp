@@ -1,5 +1,6 @@
 #include "report/readme.h"
 
+#include "report/best_epoch.h"
 #include "report/detail_tables.h"
 #include "report/literal_finding.h"
 #include "report/ratio_table.h"
@@ -72,6 +73,8 @@ std::string render_readme(const ReportOptions& opts, const Published& pub,
   const std::string early = early_ratio_note(pub, ratios);
   if (!early.empty()) md += early + "\n\n";
   md += reproduction_notes(pub);
+  const std::string best = render_best_epoch_section(pub, runs);
+  if (!best.empty()) md += best + "\n";
 
   md += "## (c) The paper-literal (future-pairing) model, trained\n\n";
   md += "Read literally, the paper pairs position t with t + D, so position t sees the token it "

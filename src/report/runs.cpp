@@ -135,6 +135,10 @@ void read_summary(RunRecord& run, const std::string& path) {
   if (run.norm != "post" && run.norm != "pre")
     throw InputError(path + ": \"norm\" must be \"post\" or \"pre\", got \"" + run.norm + "\"");
   run.epochs = opt_number(j, "epochs", path);
+  run.stopped_by = opt_string(j, "stopped_by", path).value_or("");
+  run.best_epoch = opt_number(j, "best_epoch", path);
+  run.epochs_planned = opt_integer(j, "epochs_planned", path);
+  run.patience = opt_integer(j, "patience", path).value_or(0);
   run.tokens_seen = opt_number(j, "tokens_seen", path);
   run.tokens_per_second = opt_number(j, "tokens_per_second", path);
   run.best_valid_ppl = opt_number(j, "best_valid_ppl", path);

@@ -76,6 +76,13 @@ struct RunRecord {
   std::string norm = "post";  // "post" | "pre"; summaries from before --norm are post-norm
   std::optional<double> params, epochs, tokens_seen, wall_seconds, tokens_per_second;
   std::string blas;
+  // How the run ended and where its best validation was: "stopped_by" ("completed", "patience",
+  // "max_tokens", "time_budget", "interrupted"; empty when not recorded), "best_epoch" (fractional,
+  // as the trainer logs it), "epochs_planned" and "patience" (0: no early stopping).
+  std::string stopped_by;
+  std::optional<double> best_epoch;
+  std::optional<long long> epochs_planned;
+  long long patience = 0;
   RunAudit audit;
   std::optional<double> best_valid_ppl, test_ppl;                          // causal runs only
   std::optional<double> quarantined_best_valid_ppl, quarantined_test_ppl;  // leaky runs only

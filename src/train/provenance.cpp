@@ -23,6 +23,7 @@ nlohmann::json code_and_command(const ProvenanceInputs& in) {
                         {"world_size", in.world_size},
                         {"device", in.device},
                         {"precision", in.precision},
+                        {"cpu", machine_description()},
                         {"command_line", command_line()}};
 }
 

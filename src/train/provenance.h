@@ -15,19 +15,20 @@ struct ProvenanceInputs {
   std::map<std::string, std::string> data_sha256;  // path relative to the data folder -> hex
   std::string device = "cpu";
   int64_t world_size = 1;
-  std::string precision = "fp32";  // CUDA float32 math of the training steps (train --precision)
+  std::string precision = "fp32";  // float32 math of the training steps (train --precision)
 };
 
 // {"git_commit", "git_dirty", "grassaudit_version", "libtorch_version", "blas", "threads",
 //  "blas_threads" (OpenBLAS's own pool; 0 for another BLAS), "world_size", "device", "precision"
-//  (fp32 | tf32 | bf16; always fp32 on CPU), "command_line", "data_sha256": {path: hex}}
+//  (fp32 | tf32 | bf16), "cpu" (model name and core count: the precision's speed and its bf16
+//  arithmetic depend on the CPU), "command_line", "data_sha256": {path: hex}}
 nlohmann::json run_provenance(const ProvenanceInputs& inputs);
 
 // One training session of a run (a new run is one session; each --resume adds one): the code and
 // command that trained steps [first_step, last_step). A run resumed by another build, or with
 // other settings, says so in its provenance instead of naming only the last session's code.
 // {"first_step", "last_step", "git_commit", "git_dirty", "grassaudit_version", "world_size",
-//  "threads", "device", "precision", "command_line"}
+//  "threads", "device", "precision", "cpu", "command_line"}
 nlohmann::json session_record(const ProvenanceInputs& inputs, int64_t first_step, int64_t last_step);
 
 // The sessions a checkpoint's meta records ("sessions"), or, for a checkpoint written before

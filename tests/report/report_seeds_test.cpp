@@ -237,7 +237,7 @@ TEST_F(SeedReport, ProvenanceShownPerRun) {
   EXPECT_EQ(attn[1], "`0123456789ab`, 0.3.0");
   EXPECT_EQ(attn[2], "1.13.0");
   EXPECT_EQ(attn[3], "OpenBLAS 0.3.21 (fixture)");
-  EXPECT_EQ(attn[4], "2 / not recorded, world 1, cpu");
+  EXPECT_EQ(attn[4], "2 / not recorded, world 1, cpu, fp32, CPU not recorded");
   EXPECT_EQ(attn[5], "bert-base-uncased/vocab.txt `bbbbbbbbbbbb`; wikitext-2/wiki.train.tokens "
                      "`aaaaaaaaaaaa`");
   EXPECT_EQ(attn[6], "`grassaudit train --mixer attention --preset cpu-small --tokenizer wordpiece "

@@ -81,6 +81,7 @@ TEST(TrainProvenance, SummaryNamesCodeDataAndCommand) {
   EXPECT_EQ(p["threads"], 1);
   EXPECT_EQ(p["world_size"], 1);
   EXPECT_EQ(p["device"], "cpu");
+  EXPECT_NE(p["cpu"].get<std::string>().find(" cores"), std::string::npos) << p["cpu"];
   EXPECT_EQ(p["dropout_masks"], "splitmix64-counter-v1");
   const std::string cmd = p["command_line"];
   EXPECT_NE(cmd.find("train --mixer attention --preset tiny --max-tokens 128"), std::string::npos) << cmd;
