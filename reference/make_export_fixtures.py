@@ -2,7 +2,8 @@
 """torch.export archives for the audit's torch.export target (src/audit/exported_program*.cpp).
 
 Run with PyTorch 2.6 (Debian 13's python3-torch, in the root of scripts/debian13-root.sh):
-    bash scripts/test-debian13.sh --run python3 reference/make_export_fixtures.py
+    bash scripts/test-debian13.sh --run python3 reference/make_export_fixtures.py [--keep]
+--keep uses the archives already in audits/export as they are and exports only the missing ones.
 
 Writes
   audits/export/*.pt2        small models saved by torch.export.save (PyTorch 2.6's flat layout),
@@ -24,6 +25,7 @@ Writes
                              make_audit_controls.py's input draws, perturbations and tolerance)
 The script aborts (exit 1) when a declared expectation disagrees with the brute force.
 """
+import contextlib
 import io
 import json
 import os
@@ -201,9 +203,114 @@ class TwoInputs(nn.Module):
         return {"logits": self.head(h), "hidden": h}
 
 
-def C(name, build, verdict, horizon, why, static=False, batch=2, inputs=("tokens:64",), zero_o=None):
+class Cond(nn.Module):
+    """torch.cond on a buffer flag (1: the first branch runs): a causal running sum, and as the other
+    branch its flipped twin. `leaky_taken` swaps them, so the branch that runs reads the future."""
+
+    def __init__(self, leaky_taken: bool):
+        super().__init__()
+        self.leaky_taken = leaky_taken
+        self.lin = nn.Linear(D, D)
+        self.register_buffer("flag", torch.ones(()))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        def causal(x: torch.Tensor) -> torch.Tensor:
+            return self.lin(x).cumsum(1) * 0.1
+
+        def flipped(x: torch.Tensor) -> torch.Tensor:
+            return self.lin(x).flip(1).cumsum(1).flip(1) * 0.1
+
+        first, second = (flipped, causal) if self.leaky_taken else (causal, flipped)
+        return torch.cond(self.flag > 0, first, second, (h,))
+
+
+class WhileLoop(nn.Module):
+    """torch's while_loop: three rounds of h <- h + 0.1 * cumsum(lin(h)) over time (causal), or over
+    the flipped sequence (leaky)."""
+
+    def __init__(self, flipped: bool):
+        super().__init__()
+        self.flipped = flipped
+        self.lin = nn.Linear(D, D)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        from torch._higher_order_ops.while_loop import while_loop
+        w, b, flipped = self.lin.weight, self.lin.bias, self.flipped
+
+        def cond(i, x):
+            return i < 3
+
+        def body(i, x):
+            u = F.linear(x, w, b)
+            s = u.flip(1).cumsum(1).flip(1) if flipped else u.cumsum(1)
+            return i + 1, x + 0.1 * s
+
+        return while_loop(cond, body, (torch.zeros((), dtype=torch.int64), h))[1]
+
+
+class Scan(nn.Module):
+    """torch's scan over time: the running sum carried forward (causal), or with reverse=True (each
+    position sums its future: leaky)."""
+
+    def __init__(self, reverse: bool):
+        super().__init__()
+        self.reverse = reverse
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        from torch._higher_order_ops.scan import scan
+
+        def combine(carry, x_t):
+            nxt = carry + x_t
+            return nxt, nxt * 0.1
+
+        ys = scan(combine, torch.zeros_like(h[:, 0]), h, dim=1, reverse=self.reverse)[1]
+        return ys.transpose(0, 1)  # PyTorch 2.6 stacks the outputs along a new first dimension
+
+
+class MapRows(nn.Module):
+    """functorch's control-flow map over the batch: each sequence's running sum (causal), or its
+    flipped twin (leaky)."""
+
+    def __init__(self, flipped: bool):
+        super().__init__()
+        self.flipped = flipped
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        from functorch.experimental.control_flow import map as cf_map
+        return cf_map(_flipped_row_sum if self.flipped else _row_sum, h)
+
+
+def _row_sum(row: torch.Tensor) -> torch.Tensor:
+    return row.cumsum(0) * 0.1
+
+
+def _flipped_row_sum(row: torch.Tensor) -> torch.Tensor:
+    return row.flip(0).cumsum(0).flip(0) * 0.1
+
+
+class NoGrad(nn.Module):
+    """A linear map under torch.no_grad() (wrap_with_set_grad_enabled in the graph) beside a causal
+    running sum; `flipped`: the sum under no_grad runs over the future, which no gradient shows."""
+
+    def __init__(self, flipped: bool):
+        super().__init__()
+        self.flipped = flipped
+        self.lin = nn.Linear(D, D)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            u = self.lin(h)
+            if self.flipped:
+                u = u.flip(1).cumsum(1).flip(1) * 0.1
+        return u + h.cumsum(1) * 0.1
+
+
+def C(name, build, verdict, horizon, why, static=False, batch=2, inputs=("tokens:64",), zero_o=None,
+      no_grad=False):
+    """no_grad: exported under torch.no_grad() (PyTorch 2.6 exports while_loop, scan and map only
+    without autograd: a body whose outputs require grad is refused or not traced)."""
     return dict(name=name, build=build, verdict=verdict, horizon=horizon, why=why, static=static, batch=batch,
-                inputs=list(inputs), zero_o=zero_o)
+                inputs=list(inputs), zero_o=zero_o, no_grad=no_grad)
 
 
 L1 = SEQ_LEN - 1
@@ -242,6 +349,27 @@ CASES = [
       "F.scaled_dot_product_attention without a mask behind a zero-initialised output projection", zero_o="leaky"),
     C("sdpa-is-causal-zero-o", lambda: TokenLM(Sdpa("causal")), "causal", 0,
       "its causal twin (is_causal) behind a zero-initialised output projection", zero_o="causal"),
+    # Higher-order ops: their sub-graphs travel in the archive and are run by the interpreter.
+    C("cond-causal-taken", lambda: TokenLM(Cond(False)), "causal", 0,
+      "torch.cond on a buffer: the causal branch runs (the other one reads the future)"),
+    C("cond-leaky-taken", lambda: TokenLM(Cond(True)), "leaky", L1,
+      "torch.cond on a buffer: the branch that runs sums the future"),
+    C("while-loop", lambda: TokenLM(WhileLoop(False)), "causal", 0, "while_loop: three rounds of a running sum",
+      static=True, no_grad=True),
+    C("while-loop-flipped", lambda: TokenLM(WhileLoop(True)), "leaky", L1,
+      "while_loop: three rounds of a sum over the future", static=True, no_grad=True),
+    C("scan", lambda: TokenLM(Scan(False)), "causal", 0, "scan over time: a running sum", static=True, no_grad=True),
+    C("scan-reverse", lambda: TokenLM(Scan(True)), "leaky", L1, "scan over time with reverse=True: a sum over the future",
+      static=True, no_grad=True),
+    C("map-rows", lambda: TokenLM(MapRows(False)), "causal", 0, "control-flow map over the batch: a running sum per row",
+      static=True, no_grad=True),
+    C("map-rows-flipped", lambda: TokenLM(MapRows(True)), "leaky", L1,
+      "control-flow map over the batch: a sum over the future per row", static=True, no_grad=True),
+    C("no-grad", lambda: FeatureLM(NoGrad(False)), "causal", 0,
+      "a linear map under torch.no_grad() beside a running sum (real features)", inputs=("features:4",)),
+    C("no-grad-flipped", lambda: FeatureLM(NoGrad(True)), "leaky", L1,
+      "a sum over the future under torch.no_grad(): invisible to gradients, seen by perturbation",
+      inputs=("features:4",)),
 ]
 
 
@@ -264,15 +392,39 @@ def export(case: Dict, redrawn: bool = False) -> str:
             model.mixer.o.bias.zero_()
             model.mixer.o.weight.copy_(torch.randn(D, D) * 0.1 if redrawn else torch.zeros(D, D))
     args = example_args(case, case["batch"], SEQ_LEN, torch.Generator().manual_seed(5))
-    if case["static"]:
-        ep = torch.export.export(model, args)
-    else:
-        B, L = Dim("batch", min=1, max=4096), Dim("seq", min=2, max=MAX_LEN)
-        shapes = tuple({0: B, 1: L} for _ in args)
-        ep = torch.export.export(model, args, dynamic_shapes=shapes)
+    with torch.no_grad() if case["no_grad"] else contextlib.nullcontext():
+        if case["static"]:
+            ep = torch.export.export(model, args)
+        else:
+            B, L = Dim("batch", min=1, max=4096), Dim("seq", min=2, max=MAX_LEN)
+            shapes = tuple({0: B, 1: L} for _ in args)
+            ep = torch.export.export(model, args, dynamic_shapes=shapes)
     path = os.path.join(OUT, case["name"].replace("-", "_") + (".redrawn.tmp.pt2" if redrawn else ".pt2"))
     torch.export.save(ep, path)
     return path
+
+
+def export_or_keep(case: Dict) -> str:
+    """--keep: an archive already in audits/export is used as it is (adding a case rewrites no other
+    file: a new export of an unchanged model differs in its recorded stack traces only)."""
+    path = os.path.join(OUT, case["name"].replace("-", "_") + ".pt2")
+    if "--keep" in sys.argv and os.path.exists(path):
+        return path
+    return export(case)
+
+
+def load_module(path: str) -> torch.nn.Module:
+    """torch.export.load(path).module(), runnable: PyTorch 2.6 reads while_loop's carried and
+    additional inputs back as lists, which its own while_loop refuses (it wants tuples)."""
+    m = torch.export.load(path).module()
+    changed = False
+    for node in m.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.higher_order.while_loop:
+            node.args = tuple(tuple(a) if isinstance(a, list) else a for a in node.args)
+            changed = True
+    if changed:
+        m.recompile()
+    return m
 
 
 def leaves(y) -> Dict[str, torch.Tensor]:
@@ -299,7 +451,7 @@ def run_float64(m, run):
 def brute_force(path: str, case: Dict, L: int) -> Dict:
     """Each position s perturbed alone (2 draws), float64, eval (the graph is fixed: train mode is the
     same graph): the largest D with some y_t moved by x_{t+D}, max over output leaves."""
-    m = torch.export.load(path).module()
+    m = load_module(path)
     m.to(torch.float64)
     B = case["batch"] if case["static"] else 2
     gen = torch.Generator().manual_seed(1000 + L)
@@ -371,7 +523,7 @@ def main() -> None:
     failures: List[str] = []
     census = set()
     for case in CASES:
-        path = export(case)
+        path = export_or_keep(case)
         for node in torch.export.load(path).graph.nodes:
             if node.op == "call_function":
                 census.add(str(node.target))
@@ -380,7 +532,7 @@ def main() -> None:
         verdict = "leaky" if horizon > 0 else "causal"
         if (verdict, horizon) != (case["verdict"], case["horizon"]):
             failures.append(f"{case['name']}: declared {case['verdict']} {case['horizon']}, brute force {verdict} {horizon}")
-        m = torch.export.load(path).module()
+        m = load_module(path)
         L = SEQ_LEN if case["static"] else OUTPUT_LEN
         args = example_args(case, case["batch"], L, torch.Generator().manual_seed(11))
         with torch.no_grad():
@@ -392,7 +544,7 @@ def main() -> None:
         # The same output computed in float64: where PyTorch 2.6's float32 kernel departs from the
         # op's math (Debian 13's 2.6 CPU LSTM, oneDNN, float32 only: 0.3 off the LSTM equations,
         # while float64 and LibTorch 1.13 agree with them), 1.13 is compared with this instead.
-        m64 = torch.export.load(path).module()
+        m64 = load_module(path)
         m64.to(torch.float64)
         with torch.no_grad():
             args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
@@ -448,7 +600,8 @@ def main() -> None:
         "description": (f"torch.export archives written by PyTorch {torch.__version__} (torch.export.save; one in "
                         "the packaged PT2 layout of 2.8+), run by grassaudit's graph interpreter: causal and leaky "
                         "twins of F.scaled_dot_product_attention, a GPT block, RoPE + GQA, convolutions, GRU and "
-                        "bidirectional LSTM, a cumsum recurrence, a two-input model with a dict output. Dynamic "
+                        "bidirectional LSTM, a cumsum recurrence, a two-input model with a dict output, the higher-order ops "
+                        "(cond, while_loop, scan, map, no_grad regions) with their sub-graphs. Dynamic "
                         "batch and sequence dimensions unless the name says static. Generated by "
                         "reference/make_export_fixtures.py; expectations re-derived by brute force on the saved "
                         "files under that PyTorch."),

@@ -114,8 +114,10 @@ struct Out {
 };
 
 struct Step {
-  enum class K { kOp, kSymSize, kSymNumel, kSymStride, kOperator, kAssertScalar, kConstrainRange, kNoop } k = K::kOp;
+  enum class K { kOp, kSymSize, kSymNumel, kSymStride, kOperator, kAssertScalar, kConstrainRange, kNoop, kHigherOrder }
+      k = K::kOp;
   std::string target, name;
+  std::vector<size_t> subgraphs;  // kHigherOrder: its sub-graphs, in argument order
   c10::optional<c10::OperatorHandle> op;
   size_t returns = 0;
   std::vector<Arg> args;
@@ -172,12 +174,39 @@ struct ExportedProgram::Impl {
     return it->second;
   }
 
+  // A higher-order op's sub-graph (torch.cond's branches, a loop's body, ...): a graph of its own,
+  // with its own names, run on the values the op passes it.
+  struct SubGraph {
+    std::string name;
+    std::unique_ptr<Impl> graph;
+    std::vector<int> inputs;   // the sub-graph's placeholders, in order
+    std::vector<Arg> outputs;  // what it returns, in order
+  };
+  std::vector<SubGraph> subgraphs;
+  Impl* root = this;  // the program's graph: where the census goes
+
   Arg argument(const json& u, const c10::TypePtr& type, const std::string& where);
   Arg plain_argument(const json& u, const std::string& where);
   void parse_program(const json& ep, const std::map<std::string, at::Tensor>& state,
                      const std::map<std::string, at::Tensor>& consts);
   void parse_node(const json& node, size_t index);
+  void parse_higher_order(const json& inputs, const json& outputs, Step& s, const std::string& where);
+  size_t parse_subgraph(const json& graph_argument, const std::string& where);
+  void release_after_last_read(const std::vector<const Arg*>& final_reads);
   c10::IValue value(const Arg& a, std::vector<c10::IValue>& env) const;
+  void execute(std::vector<c10::IValue>& env) const;
+  std::vector<c10::IValue> call(size_t subgraph, const std::vector<c10::IValue>& inputs) const;
+  std::vector<c10::IValue> higher_order(const Step& s, const std::vector<c10::IValue>& args,
+                                        const std::string& where) const;
+  template <class F>
+  void for_each_graph(F f) const {
+    f(*this);
+    for (const auto& g : subgraphs) g.graph->for_each_graph(f);
+  }
+  void set_promote(bool on) {
+    promote = on;
+    for (auto& g : subgraphs) g.graph->set_promote(on);
+  }
 };
 
 ExportedProgram::ExportedProgram() : impl_(std::make_unique<Impl>()) {}
@@ -193,6 +222,17 @@ std::vector<std::string> ExportedProgram::op_census() const {
     if (std::find(unique.begin(), unique.end(), t) == unique.end()) unique.push_back(t);
   return unique;
 }
+bool ExportedProgram::has_no_grad_region() const {
+  bool found = false;
+  impl_->for_each_graph([&](const Impl& g) {
+    for (const auto& s : g.steps)
+      if (s.k == Step::K::kHigherOrder && s.target == "torch.ops.higher_order.wrap_with_set_grad_enabled" &&
+          !s.args.empty() && !(s.args[0].k == Arg::K::kConst && s.args[0].value.isBool() && s.args[0].value.toBool()))
+        found = true;
+  });
+  return found;
+}
+
 bool ExportedProgram::mutates_buffers() const {
   for (const auto& s : impl_->sinks)
     if (s.k == OutputSink::K::kBuffer) return true;
@@ -205,10 +245,12 @@ std::string ExportedProgram::describe() const {
 }
 
 int ExportedProgram::promote_dtype_arguments(bool on) {
-  impl_->promote = on;
+  impl_->set_promote(on);
   int n = 0;
-  for (const auto& s : impl_->steps)
-    for (const auto& a : s.args) n += a.float32_dtype ? 1 : 0;
+  impl_->for_each_graph([&](const Impl& g) {
+    for (const auto& s : g.steps)
+      for (const auto& a : s.args) n += a.float32_dtype ? 1 : 0;
+  });
   return n;
 }
 
@@ -327,7 +369,7 @@ Arg ExportedProgram::Impl::argument(const json& u, const c10::TypePtr& type_in, 
 void ExportedProgram::Impl::parse_node(const json& node, size_t index) {
   Step s;
   s.target = field(node, "target", "a node").get<std::string>();
-  census.push_back(s.target);
+  root->census.push_back(s.target);
   const json& outputs = field(node, "outputs", "node " + s.target);
   const json& inputs = field(node, "inputs", "node " + s.target);
   s.name = node.contains("name") && node["name"].is_string() ? node["name"].get<std::string>() : "";
@@ -355,11 +397,9 @@ void ExportedProgram::Impl::parse_node(const json& node, size_t index) {
     s.outs.push_back(o);
   };
 
-  if (t.rfind("torch.ops.higher_order.", 0) == 0)
-    throw InputError(fmt::format("{}: the higher-order op {} is not run by grassaudit (its sub-graphs are not "
-                                 "interpreted); export without it",
-                                 where, t.substr(std::strlen("torch.ops.higher_order."))));
-  if (t == "torch.ops.aten.sym_size.int" || t == "torch.ops.aten.sym_stride.int" ||
+  if (t.rfind("torch.ops.higher_order.", 0) == 0) {
+    parse_higher_order(inputs, outputs, s, where);
+  } else if (t == "torch.ops.aten.sym_size.int" || t == "torch.ops.aten.sym_stride.int" ||
       t == "torch.ops.aten.sym_numel.default" || t == "torch.ops.aten.sym_storage_offset.default") {
     s.k = t == "torch.ops.aten.sym_size.int"     ? Step::K::kSymSize
           : t == "torch.ops.aten.sym_stride.int" ? Step::K::kSymStride
@@ -723,7 +763,13 @@ void ExportedProgram::Impl::parse_program(const json& ep, const std::map<std::st
     throw InputError(fmt::format("the output structure has {} leaves but the graph returns {} user outputs",
                                  count_leaves(out_spec), user_outputs));
 
-  // Each slot is released after its last read: a long graph keeps only what is still needed.
+  std::vector<const Arg*> final_reads;
+  for (const auto& s : sinks) final_reads.push_back(&s.value);
+  release_after_last_read(final_reads);
+}
+
+// Each slot is released after its last read: a long graph keeps only what is still needed.
+void ExportedProgram::Impl::release_after_last_read(const std::vector<const Arg*>& final_reads) {
   std::vector<int> last(nslots, -1);
   auto mark = [&](const Arg& a, int step) {
     if (a.slot >= 0) last[a.slot] = step;
@@ -732,9 +778,75 @@ void ExportedProgram::Impl::parse_program(const json& ep, const std::map<std::st
   };
   for (size_t i = 0; i < steps.size(); ++i)
     for (const auto& a : steps[i].args) mark(a, static_cast<int>(i));
-  for (const auto& s : sinks) mark(s.value, static_cast<int>(steps.size()));
+  for (const Arg* a : final_reads) mark(*a, static_cast<int>(steps.size()));
   for (int slot = 0; slot < nslots; ++slot)
     if (last[slot] >= 0 && last[slot] < static_cast<int>(steps.size())) steps[last[slot]].release.push_back(slot);
+}
+
+// torch.ops.higher_order.<op>: the sub-graphs (as_graph arguments) are read as graphs of their
+// own; the other arguments are values of this graph. The ops have no schema: their arguments
+// are positional, as torch.export's serializer writes them.
+void ExportedProgram::Impl::parse_higher_order(const json& inputs, const json& outputs, Step& s,
+                                               const std::string& where) {
+  static const std::set<std::string> kRun{"cond", "map_impl", "while_loop", "scan", "wrap_with_set_grad_enabled"};
+  const std::string op = s.target.substr(std::strlen("torch.ops.higher_order."));
+  if (!kRun.count(op))
+    throw InputError(fmt::format("{}: the higher-order op {} is not run by grassaudit (it runs cond, map_impl, "
+                                 "while_loop, scan and wrap_with_set_grad_enabled); export without it",
+                                 where, op));
+  s.k = Step::K::kHigherOrder;
+  for (const auto& in : inputs) {
+    const json& arg = field(in, "arg", where);
+    if (arg.is_object() && arg.contains("as_graph")) s.subgraphs.push_back(parse_subgraph(arg["as_graph"], where));
+    else s.args.push_back(plain_argument(arg, where));
+  }
+  const size_t want_graphs = op == "cond" || op == "while_loop" ? 2 : 1;
+  if (s.subgraphs.size() != want_graphs)
+    throw InputError(fmt::format("{}: {} takes {} sub-graph(s), the node gives {}", where, op, want_graphs,
+                                 s.subgraphs.size()));
+  for (const auto& o : outputs) {
+    auto [k, v] = kind_of(o, "an output");
+    Out out;
+    if (k == "as_tensor") {
+      out.slot = new_slot(field(*v, "name", where).get<std::string>(), where);
+    } else if (k == "as_tensors") {
+      out.list = true;
+      for (const auto& e : *v) out.slots.push_back(new_slot(field(e, "name", where).get<std::string>(), where));
+    } else if (k == "as_sym_int" || k == "as_sym_bool" || k == "as_sym_float") {
+      auto [k2, v2] = kind_of(*v, "a symbolic output");
+      if (k2 == "as_name") out.slot = new_slot(v2->get<std::string>(), where);
+    } else if (k != "as_none") {
+      throw InputError(fmt::format("{}: an output of kind {}, which grassaudit does not read", where, k));
+    }
+    s.outs.push_back(out);
+  }
+}
+
+size_t ExportedProgram::Impl::parse_subgraph(const json& ga, const std::string& where) {
+  SubGraph sg;
+  sg.name = ga.is_object() && ga.contains("name") && ga["name"].is_string() ? ga["name"].get<std::string>() : "?";
+  const std::string at = fmt::format("{}, sub-graph {}", where, sg.name);
+  const json& graph = field(ga, "graph", at);
+  sg.graph = std::make_unique<Impl>();
+  Impl& g = *sg.graph;
+  g.root = root;
+  g.producer = producer;
+  g.promote = promote;
+  for (const auto& in : field(graph, "inputs", at)) {
+    auto [k, v] = kind_of(in, "a sub-graph input");
+    if (k == "as_tensor") sg.inputs.push_back(g.new_slot(field(*v, "name", at).get<std::string>(), at));
+    else if ((k == "as_sym_int" || k == "as_sym_bool") && v->is_object() && v->contains("as_name"))
+      sg.inputs.push_back(g.new_slot((*v)["as_name"].get<std::string>(), at));
+    else throw InputError(fmt::format("{}: an input of kind {}, which grassaudit does not read", at, k));
+  }
+  const json& nodes = field(graph, "nodes", at);
+  for (size_t i = 0; i < nodes.size(); ++i) g.parse_node(nodes[i], i);
+  for (const auto& o : field(graph, "outputs", at)) sg.outputs.push_back(g.plain_argument(o, at));
+  std::vector<const Arg*> final_reads;
+  for (const auto& o : sg.outputs) final_reads.push_back(&o);
+  g.release_after_last_read(final_reads);
+  subgraphs.push_back(std::move(sg));
+  return subgraphs.size() - 1;
 }
 
 std::unique_ptr<ExportedProgram> ExportedProgram::load(const std::string& path) {
@@ -952,6 +1064,222 @@ c10::IValue operator_value(const std::string& op, const std::vector<c10::IValue>
 
 }  // namespace
 
+// Runs the graph's steps on `env` (its inputs bound): each op through the dispatcher, symbolic
+// arithmetic in C++, higher-order ops by running their sub-graphs.
+void ExportedProgram::Impl::execute(std::vector<c10::IValue>& env) const {
+  std::vector<c10::IValue> stack;
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const Step& s = steps[si];
+    auto where = [&]() { return fmt::format("node {} ({})", s.name.empty() ? "?" : s.name, s.target); };
+    switch (s.k) {
+      case Step::K::kOp: {
+        stack.clear();
+        for (const auto& a : s.args) stack.push_back(value(a, env));
+        try {
+          s.op->callBoxed(&stack);
+        } catch (const c10::Error& e) {
+          throw InputError(fmt::format("{} failed: {}", where(), first_meaningful_line(e.what_without_backtrace())));
+        } catch (const std::exception& e) {
+          throw InputError(fmt::format("{} failed: {}", where(), first_meaningful_line(e.what())));
+        }
+        for (size_t r = 0; r < s.outs.size() && r < stack.size(); ++r) {
+          const Out& o = s.outs[r];
+          if (!o.list) {
+            if (o.slot >= 0) env[o.slot] = std::move(stack[r]);
+            continue;
+          }
+          const auto l = stack[r].toTensorVector();
+          if (l.size() != o.slots.size())
+            throw InputError(fmt::format("{} returned {} tensors, the graph names {}", where(), l.size(), o.slots.size()));
+          for (size_t k = 0; k < l.size(); ++k)
+            if (o.slots[k] >= 0) env[o.slots[k]] = l[k];
+        }
+        break;
+      }
+      case Step::K::kSymSize:
+      case Step::K::kSymStride:
+      case Step::K::kSymNumel: {
+        const c10::IValue t = value(s.args.at(0), env);
+        if (!t.isTensor()) throw InputError(fmt::format("{}: not given a tensor", where()));
+        int64_t v;
+        if (s.k == Step::K::kSymNumel) {
+          v = t.toTensor().numel();
+        } else {
+          const int64_t dim = value(s.args.at(1), env).toInt();
+          const int64_t nd = t.toTensor().dim();
+          if (dim < -nd || dim >= nd) throw InputError(fmt::format("{}: dimension {} of a {}-d tensor", where(), dim, nd));
+          v = s.k == Step::K::kSymSize ? t.toTensor().size(dim) : t.toTensor().stride(dim);
+        }
+        if (!s.outs.empty() && s.outs[0].slot >= 0) env[s.outs[0].slot] = v;
+        break;
+      }
+      case Step::K::kOperator: {
+        std::vector<c10::IValue> a;
+        for (const auto& arg : s.args) a.push_back(value(arg, env));
+        c10::IValue v = operator_value(s.target, a, where());
+        if (!s.outs.empty() && s.outs[0].slot >= 0) env[s.outs[0].slot] = std::move(v);
+        break;
+      }
+      case Step::K::kAssertScalar: {
+        const c10::IValue c = value(s.args.at(0), env);
+        if (!static_cast<bool>(num(c))) {
+          const std::string msg = s.args.size() > 1 && s.args[1].k == Arg::K::kConst && s.args[1].value.isString()
+                                      ? s.args[1].value.toStringRef()
+                                      : "";
+          throw InputError(fmt::format("a runtime assert of the exported program fails at these input sizes: {}",
+                                       msg.empty() ? s.name : msg));
+        }
+        break;
+      }
+      case Step::K::kHigherOrder: {
+        std::vector<c10::IValue> a;
+        for (const auto& arg : s.args) a.push_back(value(arg, env));
+        std::vector<c10::IValue> r = higher_order(s, a, where());
+        if (s.outs.size() == 1 && s.outs[0].list) {
+          const Out& o = s.outs[0];
+          if (r.size() != o.slots.size())
+            throw InputError(fmt::format("{} returned {} values, the graph names {}", where(), r.size(), o.slots.size()));
+          for (size_t k = 0; k < r.size(); ++k)
+            if (o.slots[k] >= 0) env[o.slots[k]] = std::move(r[k]);
+        } else {
+          if (r.size() < s.outs.size())
+            throw InputError(fmt::format("{} returned {} values, the graph names {}", where(), r.size(), s.outs.size()));
+          for (size_t k = 0; k < s.outs.size(); ++k)
+            if (s.outs[k].slot >= 0) env[s.outs[k].slot] = std::move(r[k]);
+        }
+        break;
+      }
+      case Step::K::kConstrainRange:
+      case Step::K::kNoop: break;
+    }
+    for (int slot : s.release) env[slot] = c10::IValue();
+  }
+}
+
+std::vector<c10::IValue> ExportedProgram::Impl::call(size_t index, const std::vector<c10::IValue>& inputs) const {
+  const SubGraph& sg = subgraphs.at(index);
+  if (inputs.size() != sg.inputs.size())
+    throw InputError(fmt::format("sub-graph {} takes {} inputs, given {}", sg.name, sg.inputs.size(), inputs.size()));
+  std::vector<c10::IValue> env(sg.graph->nslots);
+  for (size_t i = 0; i < inputs.size(); ++i) env[sg.inputs[i]] = inputs[i];
+  sg.graph->execute(env);
+  std::vector<c10::IValue> out;
+  out.reserve(sg.outputs.size());
+  for (const auto& o : sg.outputs) out.push_back(sg.graph->value(o, env));
+  return out;
+}
+
+namespace {
+
+std::vector<c10::IValue> tensors_of(const c10::IValue& v, const std::string& where) {
+  std::vector<c10::IValue> out;
+  if (v.isTensorList()) {
+    for (const auto& t : v.toTensorVector()) out.emplace_back(t);
+  } else if (v.isTensor()) {
+    out.push_back(v);
+  } else if (!v.isNone()) {
+    throw InputError(fmt::format("{}: expected a list of tensors", where));
+  }
+  return out;
+}
+
+bool truth(const c10::IValue& v, const std::string& where) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.numel() != 1) throw InputError(fmt::format("{}: a condition of {} elements", where, t.numel()));
+    return t.item().toBool();
+  }
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  throw InputError(fmt::format("{}: a condition that is neither a tensor nor a boolean", where));
+}
+
+std::vector<c10::IValue> concat(std::vector<c10::IValue> a, const std::vector<c10::IValue>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+// The higher-order ops as torch/_higher_order_ops defines their eager (dense) semantics.
+std::vector<c10::IValue> ExportedProgram::Impl::higher_order(const Step& s, const std::vector<c10::IValue>& a,
+                                                             const std::string& where) const {
+  const std::string op = s.target.substr(std::strlen("torch.ops.higher_order."));
+  auto need = [&](size_t n) {
+    if (a.size() < n) throw InputError(fmt::format("{}: {} values given, {} needs {}", where, a.size(), op, n));
+  };
+  if (op == "cond") {  // cond(pred, true_graph, false_graph, operands)
+    need(2);
+    return call(s.subgraphs[truth(a[0], where) ? 0 : 1], tensors_of(a[1], where));
+  }
+  if (op == "wrap_with_set_grad_enabled") {  // (enabled, graph, *args)
+    need(1);
+    at::AutoGradMode mode(truth(a[0], where));
+    return call(s.subgraphs[0], std::vector<c10::IValue>(a.begin() + 1, a.end()));
+  }
+  if (op == "while_loop") {  // (cond_graph, body_graph, carried_inputs, additional_inputs)
+    need(2);
+    std::vector<c10::IValue> carried = tensors_of(a[0], where);
+    const std::vector<c10::IValue> extra = tensors_of(a[1], where);
+    while (true) {
+      const auto c = call(s.subgraphs[0], concat(carried, extra));
+      if (c.size() != 1) throw InputError(fmt::format("{}: the condition returns {} values", where, c.size()));
+      if (!truth(c[0], where)) break;
+      auto next = call(s.subgraphs[1], concat(carried, extra));
+      if (next.size() != carried.size())
+        throw InputError(fmt::format("{}: the body returns {} values for {} carried", where, next.size(), carried.size()));
+      carried = std::move(next);
+    }
+    return carried;
+  }
+  if (op == "map_impl") {  // (graph, xs, pos_args): the graph on each slice of xs along dim 0, stacked
+    need(2);
+    const std::vector<c10::IValue> xs = tensors_of(a[0], where), rest = tensors_of(a[1], where);
+    if (xs.empty()) throw InputError(fmt::format("{}: nothing to map over", where));
+    const int64_t n = xs[0].toTensor().size(0);
+    std::vector<std::vector<at::Tensor>> per_output;
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<c10::IValue> in;
+      for (const auto& x : xs) in.emplace_back(x.toTensor().select(0, i));
+      const auto out = call(s.subgraphs[0], concat(in, rest));
+      if (per_output.empty()) per_output.resize(out.size());
+      if (out.size() != per_output.size()) throw InputError(fmt::format("{}: the body's outputs vary", where));
+      for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k].toTensor());
+    }
+    std::vector<c10::IValue> result;
+    for (auto& ts : per_output) result.emplace_back(at::stack(ts, 0));
+    return result;
+  }
+  if (op == "scan") {  // (combine_graph, init, xs, dim, reverse, additional_inputs)
+    need(5);
+    std::vector<c10::IValue> carry = tensors_of(a[0], where);
+    const std::vector<c10::IValue> xs = tensors_of(a[1], where);
+    const int64_t dim = a[2].toInt();
+    const bool reverse = truth(a[3], where);
+    const std::vector<c10::IValue> extra = a.size() > 4 ? tensors_of(a[4], where) : std::vector<c10::IValue>{};
+    if (xs.empty()) return carry;
+    const int64_t n = xs[0].toTensor().size(dim);
+    std::vector<std::vector<at::Tensor>> ys;  // per output, per step (in step order)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = reverse ? n - 1 - i : i;
+      std::vector<c10::IValue> in = carry;
+      for (const auto& x : xs) in.emplace_back(x.toTensor().select(dim, t));
+      const auto out = call(s.subgraphs[0], concat(in, extra));
+      if (out.size() < carry.size()) throw InputError(fmt::format("{}: the combine graph returns too few values", where));
+      carry.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(carry.size()));
+      if (ys.empty()) ys.resize(out.size() - carry.size());
+      for (size_t k = 0; k < ys.size(); ++k) ys[k].push_back(out[carry.size() + k].toTensor());
+    }
+    std::vector<c10::IValue> result = carry;
+    for (auto& y : ys) {
+      if (reverse) std::reverse(y.begin(), y.end());  // ys[t] is the output at position t
+      result.emplace_back(at::stack(y, 0));
+    }
+    return result;
+  }
+  throw InputError(fmt::format("{}: the higher-order op {} is not run by grassaudit", where, op));
+}
+
 c10::IValue ExportedProgram::run(const std::vector<at::Tensor>& user_inputs) {
   Impl& im = *impl_;
   if (user_inputs.size() != im.user_inputs.size())
@@ -985,75 +1313,7 @@ c10::IValue ExportedProgram::run(const std::vector<at::Tensor>& user_inputs) {
       case InputSource::K::kValue: env[src.slot] = src.value; break;
     }
   }
-  std::vector<c10::IValue> stack;
-  for (size_t si = 0; si < im.steps.size(); ++si) {
-    const Step& s = im.steps[si];
-    auto where = [&]() { return fmt::format("node {} ({})", s.name.empty() ? "?" : s.name, s.target); };
-    switch (s.k) {
-      case Step::K::kOp: {
-        stack.clear();
-        for (const auto& a : s.args) stack.push_back(im.value(a, env));
-        try {
-          s.op->callBoxed(&stack);
-        } catch (const c10::Error& e) {
-          throw InputError(fmt::format("{} failed: {}", where(), first_meaningful_line(e.what_without_backtrace())));
-        } catch (const std::exception& e) {
-          throw InputError(fmt::format("{} failed: {}", where(), first_meaningful_line(e.what())));
-        }
-        for (size_t r = 0; r < s.outs.size() && r < stack.size(); ++r) {
-          const Out& o = s.outs[r];
-          if (!o.list) {
-            if (o.slot >= 0) env[o.slot] = std::move(stack[r]);
-            continue;
-          }
-          const auto l = stack[r].toTensorVector();
-          if (l.size() != o.slots.size())
-            throw InputError(fmt::format("{} returned {} tensors, the graph names {}", where(), l.size(), o.slots.size()));
-          for (size_t k = 0; k < l.size(); ++k)
-            if (o.slots[k] >= 0) env[o.slots[k]] = l[k];
-        }
-        break;
-      }
-      case Step::K::kSymSize:
-      case Step::K::kSymStride:
-      case Step::K::kSymNumel: {
-        const c10::IValue t = im.value(s.args.at(0), env);
-        if (!t.isTensor()) throw InputError(fmt::format("{}: not given a tensor", where()));
-        int64_t v;
-        if (s.k == Step::K::kSymNumel) {
-          v = t.toTensor().numel();
-        } else {
-          const int64_t dim = im.value(s.args.at(1), env).toInt();
-          const int64_t nd = t.toTensor().dim();
-          if (dim < -nd || dim >= nd) throw InputError(fmt::format("{}: dimension {} of a {}-d tensor", where(), dim, nd));
-          v = s.k == Step::K::kSymSize ? t.toTensor().size(dim) : t.toTensor().stride(dim);
-        }
-        if (!s.outs.empty() && s.outs[0].slot >= 0) env[s.outs[0].slot] = v;
-        break;
-      }
-      case Step::K::kOperator: {
-        std::vector<c10::IValue> a;
-        for (const auto& arg : s.args) a.push_back(im.value(arg, env));
-        c10::IValue v = operator_value(s.target, a, where());
-        if (!s.outs.empty() && s.outs[0].slot >= 0) env[s.outs[0].slot] = std::move(v);
-        break;
-      }
-      case Step::K::kAssertScalar: {
-        const c10::IValue c = im.value(s.args.at(0), env);
-        if (!static_cast<bool>(num(c))) {
-          const std::string msg = s.args.size() > 1 && s.args[1].k == Arg::K::kConst && s.args[1].value.isString()
-                                      ? s.args[1].value.toStringRef()
-                                      : "";
-          throw InputError(fmt::format("a runtime assert of the exported program fails at these input sizes: {}",
-                                       msg.empty() ? s.name : msg));
-        }
-        break;
-      }
-      case Step::K::kConstrainRange:
-      case Step::K::kNoop: break;
-    }
-    for (int slot : s.release) env[slot] = c10::IValue();
-  }
+  im.execute(env);
   std::vector<c10::IValue> outs;
   for (const auto& sink : im.sinks) {
     c10::IValue v = im.value(sink.value, env);
@@ -1077,7 +1337,12 @@ std::string ExportedProgram::first_random_node() const {
                                              "poisson", "randperm", "rrelu", "rrelu_with_noise", "cauchy",
                                              "log_normal", "geometric", "random", "native_dropout", "dropout",
                                              "feature_dropout", "alpha_dropout", "feature_alpha_dropout"};
-  for (const auto& s : impl_->steps) {
+  std::vector<const Step*> all;
+  impl_->for_each_graph([&](const Impl& g) {
+    for (const auto& s : g.steps) all.push_back(&s);
+  });
+  for (const Step* sp : all) {
+    const Step& s = *sp;
     if (s.k != Step::K::kOp) continue;
     const auto& schema = s.op->schema();
     std::string base = schema.name().substr(schema.name().find("::") + 2);

@@ -5,7 +5,9 @@
 // LibTorch has, its arguments built from the node's named arguments, defaults for the rest).
 // Symbolic sizes are plain integers at run time: aten.sym_size and the _operator arithmetic on
 // them are evaluated as the graph says, so a graph exported with a dynamic dimension runs at any
-// size its range constraints allow; runtime asserts (_assert_scalar) are checked.
+// size its range constraints allow; runtime asserts (_assert_scalar) are checked. Higher-order
+// ops (cond, while_loop, scan, map_impl, wrap_with_set_grad_enabled) run their sub-graphs, which
+// the archive holds inline, as PyTorch's eager implementations of those ops do.
 //
 // Layouts read (audit/model_file.h says how they are recognised):
 //   flat (PyTorch 2.6 torch.export.save): serialized_exported_program.json,
@@ -64,6 +66,9 @@ class ExportedProgram {
   std::string first_random_node() const;
   // Whether a run changes buffers (the graph's buffer mutations).
   bool mutates_buffers() const;
+  // Whether part of the graph runs with gradients switched off (torch.no_grad() regions:
+  // wrap_with_set_grad_enabled(False, ...)): no gradient crosses them.
+  bool has_no_grad_region() const;
   // The node targets, in graph order, unique (the census of the README).
   std::vector<std::string> op_census() const;
 

@@ -66,6 +66,10 @@ std::vector<std::string> ExportedProgramTarget::notes() const {
   out.push_back(fmt::format("an ExportedProgram ({}) is one fixed graph: train mode runs what was exported, dropout "
                             "nodes as exported (reseeded per pass)",
                             program_->describe()));
+  if (program_->has_no_grad_region())
+    out.push_back("part of the graph runs with gradients switched off (torch.no_grad(): wrap_with_set_grad_enabled): "
+                  "no gradient crosses it, so the gradient check cannot see what it reads; the perturbation tables "
+                  "decide");
   if (fixed_batch_)
     out.push_back(fmt::format("the file runs at batch size {} only (its batch dimension is fixed in the file): every "
                               "pass runs in calls of {} row{}{}",
