@@ -203,6 +203,26 @@ class TwoInputs(nn.Module):
         return {"logits": self.head(h), "hidden": h}
 
 
+class MaskedFillAttention(nn.Module):
+    """Attention written out by hand, as many user models do: scores, masked_fill(-inf) above the
+    diagonal (or, `shifted`, above the first superdiagonal: each position sees the next one),
+    softmax. The -inf goes into the archive's JSON as Python writes it: a bare -Infinity."""
+
+    def __init__(self, shifted: bool):
+        super().__init__()
+        self.shifted = shifted
+        self.qkv = nn.Linear(D, 3 * D)
+        self.o = nn.Linear(D, D)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        B, L, _ = h.shape
+        q, k, v = self.qkv(h).split(D, dim=-1)
+        s = q @ k.transpose(1, 2) / (D ** 0.5)
+        above = torch.ones(L, L, dtype=torch.bool, device=h.device).triu(2 if self.shifted else 1)
+        s = s.masked_fill(above, float("-inf"))
+        return self.o(torch.softmax(s, -1) @ v)
+
+
 class Cond(nn.Module):
     """torch.cond on a buffer flag (1: the first branch runs): a causal running sum, and as the other
     branch its flipped twin. `leaky_taken` swaps them, so the branch that runs reads the future."""
@@ -349,6 +369,10 @@ CASES = [
       "F.scaled_dot_product_attention without a mask behind a zero-initialised output projection", zero_o="leaky"),
     C("sdpa-is-causal-zero-o", lambda: TokenLM(Sdpa("causal")), "causal", 0,
       "its causal twin (is_causal) behind a zero-initialised output projection", zero_o="causal"),
+    C("masked-fill-inf", lambda: TokenLM(MaskedFillAttention(False)), "causal", 0,
+      "attention by hand: masked_fill(-inf) above the diagonal (a bare -Infinity in the JSON)"),
+    C("masked-fill-inf-shifted", lambda: TokenLM(MaskedFillAttention(True)), "leaky", 1,
+      "the same with the mask one diagonal too high: each position sees the next one"),
     # Higher-order ops: their sub-graphs travel in the archive and are run by the interpreter.
     C("cond-causal-taken", lambda: TokenLM(Cond(False)), "causal", 0,
       "torch.cond on a buffer: the causal branch runs (the other one reads the future)"),

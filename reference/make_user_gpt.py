@@ -7,6 +7,9 @@ the attention and the MLP (GPT-2's places): a model whose train mode differs fro
 
   /usr/bin/python3 reference/make_user_gpt.py OUT.pt [--dropout P]
   /usr/bin/python3 reference/make_user_gpt.py --time-forward OUT.pt --seq-len 128 --threads 2
+  python3 reference/make_user_gpt.py --export OUT.pt2   (PyTorch 2.5+: the same model, same seed,
+      saved by torch.export with a dynamic batch and sequence dimension, for `grassaudit bench
+      --files OUT.pt,OUT.pt2`: the graph interpreter against TorchScript on one model)
 """
 import math
 import sys
@@ -78,6 +81,15 @@ def main() -> None:
                 m(x)
                 times.append(time.perf_counter() - t)
         print(f"{sorted(times)[2]:.4f}")
+        return
+    if sys.argv[1] == "--export":
+        from torch.export import Dim
+        torch.manual_seed(20261201)
+        model = GPT().eval()
+        ids = torch.zeros(2, 64, dtype=torch.long)
+        ep = torch.export.export(model, (ids,),
+                                 dynamic_shapes=({0: Dim("batch", max=4096), 1: Dim("seq", min=2, max=MAX_LEN)},))
+        torch.export.save(ep, sys.argv[2])
         return
     p = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--dropout" else 0.0
     torch.manual_seed(20261201)

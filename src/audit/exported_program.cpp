@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -29,6 +30,54 @@ using nlohmann::json;
 namespace {
 
 const std::string kLibTorch = std::string("LibTorch ") + TORCH_VERSION;
+
+// Python's json writes the non-finite floats as bare NaN, Infinity and -Infinity (an attention
+// mask's masked_fill(-inf) is one), which JSON does not have: outside string literals they are
+// quoted before parsing, and float arguments read them back (float_of).
+std::string quote_nonfinite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 64);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+      const size_t n = std::strlen(word);
+      if (text.compare(i, n, word) == 0) {
+        out += '"';
+        out += word;
+        out += '"';
+        i += n - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+double float_of(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string& t = v.get_ref<const std::string&>();
+    if (t == "Infinity") return std::numeric_limits<double>::infinity();
+    if (t == "-Infinity") return -std::numeric_limits<double>::infinity();
+    if (t == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  }
+  throw InputError(fmt::format("a float argument that is not a number: {}", v.dump().substr(0, 40)));
+}
 
 // The serde schema's ScalarType (torch/_export/serde/schema.py), not c10's numbering.
 at::ScalarType scalar_type(int64_t serde) {
@@ -296,9 +345,12 @@ Arg ExportedProgram::Impl::argument(const json& u, const c10::TypePtr& type_in, 
   } else if (kind == "as_ints") {
     a.value = v->get<std::vector<int64_t>>();
   } else if (kind == "as_float") {
-    a.value = v->get<double>();
+    a.value = float_of(*v);
   } else if (kind == "as_floats") {
-    a.value = v->get<std::vector<double>>();
+    if (!v->is_array()) throw InputError(fmt::format("{}: as_floats is not a list", where));
+    std::vector<double> fs;
+    for (const auto& e : *v) fs.push_back(float_of(e));
+    a.value = fs;
   } else if (kind == "as_bool") {
     a.value = v->get<bool>();
   } else if (kind == "as_bools") {
@@ -323,7 +375,7 @@ Arg ExportedProgram::Impl::argument(const json& u, const c10::TypePtr& type_in, 
     } else if (k2 == "as_bool") {
       a.value = v2->get<bool>();
     } else if (k2 == "as_float") {
-      a.value = v2->get<double>();
+      a.value = float_of(*v2);
     } else {
       throw InputError(fmt::format("{}: a symbolic value of kind {} is not read", where, k2));
     }
@@ -705,7 +757,7 @@ void ExportedProgram::Impl::parse_program(const json& ep, const std::map<std::st
       auto [k2, v2] = kind_of(field(*v, "value", where), "a constant input");
       src.k = InputSource::K::kValue;
       if (k2 == "as_int") src.value = v2->get<int64_t>();
-      else if (k2 == "as_float") src.value = v2->get<double>();
+      else if (k2 == "as_float") src.value = float_of(*v2);
       else if (k2 == "as_bool") src.value = v2->get<bool>();
       else if (k2 == "as_string") src.value = v2->get<std::string>();
     } else {
@@ -859,7 +911,7 @@ std::unique_ptr<ExportedProgram> ExportedProgram::load(const std::string& path) 
   std::map<std::string, at::Tensor> state, consts;
   auto parse_json = [](const std::string& text, const std::string& what) {
     try {
-      return json::parse(text);
+      return json::parse(quote_nonfinite(text));
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{} is not valid JSON: {}", what, first_meaningful_line(e.what())));
     }

@@ -12,7 +12,9 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "audit/model_signature.h"
 #include "bench/decode_bench.h"
+#include "bench/file_forward_bench.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/lm_loss.h"
@@ -36,6 +38,8 @@ const char* kUsage =
     "                        [--loss-impl fused,materialized] [--loss-chunk N[,N...]] [--profile-ops]\n"
     "       grassaudit bench --decode --model PRESET --mixer past,attention [--contexts 128,...,4096]\n"
     "                        [--decode-steps N] [--batch B] [--reps N] [--threads T]\n"
+    "       grassaudit bench --files A.pt,B.pt2 --input tokens:V [--input ...] [--batch B] [--seq-len L]\n"
+    "                        [--reps N] [--threads T]\n"
     "\n"
     "Layer mode: one mixer layer, forward + backward of mean(y^2), float32, input requiring grad,\n"
     "after --warmup untimed reps; dropout 0 unless --dropout (as reference/python/bench_mha.py).\n"
@@ -51,6 +55,9 @@ const char* kUsage =
     "Decode mode: the preset's model (untrained, max_len = the largest context + steps) generating through\n"
     "its incremental path: per context, a prefill (untimed), then --decode-steps single-token steps\n"
     "(head included); tokens_per_second, ms_per_token and the state's bytes (KV cache / Grassmann buffer).\n"
+    "Files mode: plain eval-mode forwards of [B, L] (default 32 x 128) through each model file (any format\n"
+    "the audit reads; --input as for audit), no gradients, reps interleaved file by file: one format's\n"
+    "interpreter against another on the same model.\n"
     "Several comma-separated mixers (and sequence lengths) are timed in one run with their reps\n"
     "interleaved, so their ratios are measured side by side. Output: JSON on stdout (one object, or {\"results\": [...]}\n"
     "for several mixers) with tokens_per_second (median over reps), ms_per_step {median,min,max},\n"
@@ -110,7 +117,9 @@ int run(int argc, char** argv) {
   po::options_description desc("bench options");
   int threads = 0;
   desc.add_options()
-      ("mixer", po::value<std::string>()->required(), "mixer name(s), comma-separated (see grassaudit mixers)")
+      ("mixer", po::value<std::string>(), "mixer name(s), comma-separated (see grassaudit mixers)")
+      ("files", po::value<std::string>(), "files mode: model files, comma-separated, timed side by side")
+      ("input", po::value<std::vector<std::string>>(), "files mode: [NAME=]KIND as for audit (repeatable)")
       ("model", po::value<std::string>(), "time a whole-model training step of this preset (e.g. paper-6l-L128)")
       ("batch", po::value<int64_t>(), "batch size B (layer default 32; model default: the preset's)")
       ("seq-len", po::value<std::string>(), "sequence length L, or a comma list for layer sweeps (layer default 128; model default: the preset's max_len)")
@@ -145,12 +154,43 @@ int run(int argc, char** argv) {
     check_output_path(path, "--json");
   }
 
-  const auto mixers = split_names(vm["mixer"].as<std::string>());
-  for (const auto& m : mixers) MixerRegistry::instance().check_name(m);
   auto opt_int = [&](const char* key, int64_t fallback) {
     return vm.count(key) ? vm[key].as<int64_t>() : fallback;
   };
   auto opt_reps = [&](const char* key, int fallback) { return vm.count(key) ? vm[key].as<int>() : fallback; };
+
+  if (vm.count("files")) {
+    for (const char* flag : {"mixer", "model", "decode", "tokens", "loss-impl", "loss-chunk", "profile-ops",
+                             "precision", "audit-cost", "contexts", "decode-steps"})
+      if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --files", flag));
+    if (!vm.count("input")) throw InputError("--files needs --input (as for audit: tokens:V, features:C, ...)");
+    FileForwardOptions o;
+    o.files = split_names(vm["files"].as<std::string>(), "--files");
+    for (const auto& text : vm["input"].as<std::vector<std::string>>()) o.inputs.push_back(InputBinding::parse(text));
+    o.batch = opt_int("batch", 32);
+    if (vm.count("seq-len")) {
+      auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+      if (Ls.size() != 1) throw InputError("--files takes one --seq-len");
+      o.seq_len = Ls[0];
+    }
+    o.reps = opt_reps("reps", 5);
+    o.warmup = opt_reps("warmup", 1);
+    print_runtime_banner();
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& t : bench_file_forward(o)) {
+      arr.push_back(to_json(t));
+      std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f})\n", t.file,
+                               t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max);
+    }
+    const std::string text = nlohmann::json{{"files", arr}}.dump(2) + "\n";
+    std::cout << text;
+    if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
+    return kExitOk;
+  }
+  if (vm.count("input")) throw InputError("--input applies to --files");
+  if (!vm.count("mixer")) throw InputError("bench needs --mixer (or --files)");
+  const auto mixers = split_names(vm["mixer"].as<std::string>());
+  for (const auto& m : mixers) MixerRegistry::instance().check_name(m);
 
   if (vm.count("decode")) {
     if (!vm.count("model")) throw InputError("--decode needs --model PRESET (the model's size)");

@@ -1,0 +1,78 @@
+#include "bench/file_forward_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/model_file.h"
+#include "core/runtime.h"
+#include "util/error.h"
+
+namespace grassaudit {
+
+std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
+  // files: F paths; every one gets x [B, L] ids or [B, L, C] features, drawn once.
+  if (o.files.empty()) throw InputError("--files needs at least one model file");
+  if (o.batch < 1 || o.seq_len < 1) throw InputError("--batch and --seq-len must be >= 1");
+  if (o.reps < 1) throw InputError("--reps must be >= 1");
+  std::vector<std::unique_ptr<ModelFileTarget>> targets;
+  for (const auto& f : o.files) {
+    targets.push_back(open_model_file(f, o.inputs));
+    targets.back()->set_train(false);
+  }
+  const InputSpec spec = targets.front()->input();
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
+  const at::Tensor x = spec.kind == InputSpec::Kind::kTokens
+                           ? at::randint(spec.size, {o.batch, o.seq_len}, gen, at::kLong)
+                           : at::randn({o.batch, o.seq_len, spec.size}, gen, at::kFloat);
+  at::NoGradGuard no_grad;
+  std::vector<std::vector<double>> ms(targets.size());
+  using clock = std::chrono::steady_clock;
+  for (int r = 0; r < o.warmup + o.reps; ++r) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const auto t0 = clock::now();
+      const at::Tensor y = targets[i]->forward(x);
+      const double t = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (!y.defined()) throw InputError(o.files[i] + ": the forward returned nothing");
+      if (r >= o.warmup) ms[i].push_back(t);
+    }
+  }
+  std::vector<FileForwardTiming> out;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto v = ms[i];
+    std::sort(v.begin(), v.end());
+    FileForwardTiming t;
+    t.file = o.files[i];
+    t.format = targets[i]->format();
+    t.batch = o.batch;
+    t.seq_len = o.seq_len;
+    t.ms_median = v[v.size() / 2];
+    t.ms_min = v.front();
+    t.ms_max = v.back();
+    t.tokens_per_second = static_cast<double>(o.batch * o.seq_len) / (t.ms_median / 1000.0);
+    t.threads = at::get_num_threads();
+    t.machine = machine_description();
+    out.push_back(t);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const FileForwardTiming& t) {
+  return nlohmann::json{{"file", t.file},
+                        {"format", t.format},
+                        {"batch", t.batch},
+                        {"seq_len", t.seq_len},
+                        {"ms_per_forward", {{"median", t.ms_median}, {"min", t.ms_min}, {"max", t.ms_max}}},
+                        {"tokens_per_second", t.tokens_per_second},
+                        {"threads", t.threads},
+                        {"machine", t.machine}};
+}
+
+}  // namespace grassaudit

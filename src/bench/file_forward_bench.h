@@ -1,0 +1,35 @@
+#pragma once
+// Plain forwards through model files, side by side: each file opened through the one model-file
+// seam (audit/model_file.h: TorchScript, torch.export, ...), eval mode, no gradients, the same
+// input for all, reps interleaved file by file so their ratio is measured under one load. What a
+// format's interpreter costs against another format of the same model.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "audit/model_signature.h"
+
+namespace grassaudit {
+
+struct FileForwardOptions {
+  std::vector<std::string> files;
+  std::vector<InputBinding> inputs;  // as audit --input
+  int64_t batch = 32, seq_len = 128;
+  int reps = 5, warmup = 1;
+};
+
+struct FileForwardTiming {
+  std::string file, format;
+  int64_t batch = 0, seq_len = 0;
+  double ms_median = 0, ms_min = 0, ms_max = 0, tokens_per_second = 0;
+  int threads = 0;
+  std::string machine;
+};
+
+// InputError (one line) for a file that does not open or an input it does not take.
+std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o);
+nlohmann::json to_json(const FileForwardTiming& t);
+
+}  // namespace grassaudit
