@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "audit/audit_refusal.h"
 #include "audit/incremental_audit.h"
 #include "audit/output_audit.h"
 #include "audit/model_file.h"
@@ -125,24 +126,21 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     const std::unique_ptr<ModelFileTarget> opened = open_model_file(model_path, inputs, time_axis);
     ModelFileTarget& target = *opened;
     if (refused) {
-      // The one-line reason the audit gives: "forward changes its state" / "nondeterministic in" /
-      // "no incremental API" (checked before any probe, as the CLI does).
-      const std::string needle = *refused == "state"              ? "forward changes its state"
-                                 : *refused == "nondeterministic" ? "nondeterministic in"
-                                                                  : "no incremental API";
+      // The audit's refusal carries its reason (checked before any probe, as the CLI does).
       try {
-        if (incremental)
-          if (const auto missing = target.incremental_missing(); !missing.empty())
-            throw InputError(fmt::format("{}: {}", target.describe(), missing));
+        if (incremental) require_incremental(target);
         run_output_audits(target, opt, output);
         res.verdict = "audited";
         res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
-      } catch (const InputError& err) {
-        const std::string msg = err.what();
-        res.facts_json = msg;
-        res.verdict = msg.find(needle) != std::string::npos ? res.expected_verdict : "refused:other";
+      } catch (const AuditRefusal& err) {
+        res.facts_json = err.what();
+        res.verdict = std::string("refused:") + refusal_name(err.reason());
         res.pass = res.verdict == res.expected_verdict;
-        if (!res.pass) res.detail = "refused for another reason: " + msg;
+        if (!res.pass) res.detail = "refused for another reason: " + std::string(err.what());
+      } catch (const InputError& err) {
+        res.facts_json = err.what();
+        res.verdict = "refused:other";
+        res.detail = "refused for another reason: " + std::string(err.what());
       }
       out.push_back(res);
       continue;

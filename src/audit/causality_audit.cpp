@@ -1,5 +1,7 @@
 #include "audit/causality_audit.h"
 
+#include "audit/audit_refusal.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include <stdexcept>
 
 #include "audit/audit_prober.h"
+#include "audit/audit_refusal.h"
 #include "audit/contract_checks.h"
 #include "audit/model_signature.h"
 #include "audit/precision_switch.h"
@@ -389,12 +392,12 @@ bool check_repeatable(AuditTarget& target, Prober& prober, const std::vector<Aud
     if (mode == AuditMode::kEval) eval_drew = rep.drew_random;
     if (rep.effect == 0.0) continue;
     if (!rep.changed.empty())
-      throw InputError(fmt::format(
+      throw AuditRefusal(AuditRefusal::Reason::kState, fmt::format(
           "{}: forward changes its state: {} changed during one call and the same input then gave outputs {:.3g} "
           "(relative) apart ({} mode): its outputs depend on earlier calls, so no causality verdict is possible; keep "
           "the state in the inputs, or reset it inside forward",
           target.describe(), rep.changed, rep.effect, mode_name(mode)));
-    throw InputError(fmt::format(
+    throw AuditRefusal(AuditRefusal::Reason::kNondeterministic, fmt::format(
         "{}: nondeterministic in {} mode: the same input moved outputs by {:.3g} (relative){}; the audit needs a "
         "model whose outputs are a function of its inputs (draw noise from torch's RNG in train mode only, or not at "
         "all)",
@@ -820,6 +823,19 @@ std::string summarize(const AuditResult& r) {
     }
   }
   return s;
+}
+
+}  // namespace grassaudit
+
+namespace grassaudit {
+
+const char* refusal_name(AuditRefusal::Reason reason) {
+  switch (reason) {
+    case AuditRefusal::Reason::kState: return "state";
+    case AuditRefusal::Reason::kNondeterministic: return "nondeterministic";
+    case AuditRefusal::Reason::kNoIncremental: return "incremental";
+  }
+  return "?";
 }
 
 }  // namespace grassaudit

@@ -15,11 +15,20 @@
 #include "audit/contract_checks.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
+#include "audit/audit_refusal.h"
 #include "util/error.h"
 
 namespace grassaudit {
 
-std::unique_ptr<IncrementalRun> AuditTarget::start_incremental(int64_t) { throw InputError(incremental_missing()); }
+void require_incremental(AuditTarget& target) {
+  if (const auto missing = target.incremental_missing(); !missing.empty())
+    throw AuditRefusal(AuditRefusal::Reason::kNoIncremental, fmt::format("{}: {}", target.describe(), missing));
+}
+
+std::unique_ptr<IncrementalRun> AuditTarget::start_incremental(int64_t) {
+  require_incremental(*this);
+  throw InputError(describe() + ": no incremental path");  // a target that says it has one must override this
+}
 
 std::vector<Partition> incremental_partitions(int64_t L, uint64_t seed, int64_t random_partitions, bool cheap) {
   std::vector<Partition> out;
@@ -141,8 +150,7 @@ class Checker {
 IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOptions& opt) {
   const auto t0 = Clock::now();
   if (opt.seq_len < 1) throw InputError(fmt::format("--seq-len must be >= 1, got {}", opt.seq_len));
-  if (const auto missing = target.incremental_missing(); !missing.empty())
-    throw InputError(fmt::format("{}: {}", target.describe(), missing));
+  require_incremental(target);
   const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
   struct Back {  // the target comes back in its own dtype and mode however this ends

@@ -1,5 +1,7 @@
 #include "audit/torchscript_target.h"
 
+#include "audit/audit_refusal.h"
+
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -311,7 +313,7 @@ class TorchScriptRun : public IncrementalRun {
 }  // namespace
 
 std::unique_ptr<IncrementalRun> TorchScriptTarget::start_incremental(int64_t batch) {
-  if (auto why = incremental_missing(); !why.empty()) throw InputError(fmt::format("{}: {}", path_, why));
+  require_incremental(*this);
   return std::make_unique<TorchScriptRun>(*active_, path_, batch);
 }
 

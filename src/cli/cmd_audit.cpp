@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_refusal.h"
 #include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
 #include "audit/incremental_audit.h"
@@ -212,9 +213,7 @@ int audit_main(int argc, char** argv) {
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
     const bool incremental = vm["incremental"].as<bool>();
-    if (incremental)  // refused before any probe: exit 2, one line naming what is missing
-      if (const auto missing = target->incremental_missing(); !missing.empty())
-        throw InputError(fmt::format("{}: {}", target->describe(), missing));
+    if (incremental) require_incremental(*target);  // refused before any probe: exit 2, one line
 
     AuditResult result;
     std::optional<std::string> only;
