@@ -205,13 +205,13 @@ int run_python_snippet(const TempDir& t, const std::string& code) {
   return std::system(cmd.c_str());
 }
 
-// The top README's export snippet, run with Debian's python3-torch, then audited as it says.
+// audits/README.md's TorchScript export snippet, run with Debian's python3-torch, then audited as it says.
 TEST(CliContract, ReadmeSnippetExportsModelsTheAuditAccepts) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
-  const std::string block = readme_python_block("README.md", "readme-audit-snippet");
-  ASSERT_FALSE(block.empty()) << "no readme-audit-snippet python block in README.md";
+  const std::string block = readme_python_block("audits/README.md", "readme-audit-snippet");
+  ASSERT_FALSE(block.empty()) << "no readme-audit-snippet python block in audits/README.md";
   ASSERT_EQ(run_python_snippet(t, block), 0) << read_text(t.file("py.log"));
   for (const char* model : {"my_model.pt", "my_model_traced.pt"}) {
     auto r = cli.run({"audit", "--model", t.file(model), "--input", "tokens:100", "--seq-len", "64", "--trials", "1",
