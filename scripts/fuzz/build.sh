@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets for the text readers and the model-archive reader (no LibTorch:
-# src/util, src/text and src/audit/zip_reader.cpp) with
-# clang, -fsanitize=fuzzer,address,undefined, into build-fuzz/ (or $1).
+# Builds the libFuzzer targets with clang, -fsanitize=fuzzer,address,undefined, into build-fuzz/
+# (or $1): the text readers and the model-archive reader need no LibTorch (src/util, src/text,
+# src/audit/zip_reader.cpp); the weights unpickler and the torch.export graph reader
+# (TORCH_TARGETS) link the system LibTorch, which is not instrumented: the sanitizers watch our
+# code and every byte it hands to LibTorch.
 #   scripts/fuzz/build.sh [OUT_DIR]
 # Needs: clang (14+) and its compiler-rt (Debian: clang-14, libclang-rt-14-dev), plus the
-# project's libfmt-dev, nlohmann-json3-dev, zlib1g-dev, libutf8proc-dev.
+# project's libfmt-dev, nlohmann-json3-dev, zlib1g-dev, libutf8proc-dev, libtorch-dev.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:-$ROOT/build-fuzz}"
@@ -14,23 +16,39 @@ mkdir -p "$OUT/obj"
 FLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
        -fno-sanitize-recover=undefined -I "$ROOT/src" -DGRASSAUDIT_SOURCE_DIR="\"$ROOT\"")
 LIBS=(-lfmt -lz -lutf8proc)
+TORCH_FLAGS=(-D_GLIBCXX_USE_CXX11_ABI=1 -isystem /usr/include/torch/csrc/api/include)
+TORCH_LIBS=(-ltorch -ltorch_cpu -lc10)
+TORCH_TARGETS=" fuzz_weights_unpickler fuzz_export_graph "
 # Library objects once (fuzzer-no-link: instrumented, no main), then one binary per target.
-objs=()
 jobs="${FUZZ_JOBS:-1}"
-for src in "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/audit/zip_reader.cpp; do
-  rel="${src#$ROOT/src/}"
-  obj="$OUT/obj/${rel//\//_}.o"
-  objs+=("$obj")
-  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find "$ROOT/src" -name '*.h' -newer "$obj" -print -quit)" ]; then
-    echo "fuzz: compiling $rel"
-    "$CXX" "${FLAGS[@]}" -c "$src" -o "$obj" &
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  fi
-done
+compile() {  # compile OBJS_VAR SRC... : compiles what is stale, appends every object to OBJS_VAR
+  local -n into=$1
+  shift
+  for src in "$@"; do
+    rel="${src#$ROOT/src/}"
+    obj="$OUT/obj/${rel//\//_}.o"
+    into+=("$obj")
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find "$ROOT/src" -name '*.h' -newer "$obj" -print -quit)" ]; then
+      echo "fuzz: compiling $rel"
+      "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" -c "$src" -o "$obj" &
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    fi
+  done
+}
+objs=()
+compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/audit/zip_reader.cpp
+torch_objs=()
+compile torch_objs "$ROOT"/src/audit/weights_unpickler.cpp "$ROOT"/src/audit/exported_program.cpp \
+  "$ROOT"/src/audit/torchscript_ops.cpp
 wait
 for t in "$ROOT"/scripts/fuzz/fuzz_*.cpp; do
   name="$(basename "$t" .cpp)"
   echo "fuzz: linking $name"
-  "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" "${LIBS[@]}" -o "$OUT/$name"
+  if [[ "$TORCH_TARGETS" == *" $name "* ]]; then
+    "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" -fsanitize=fuzzer "$t" "${torch_objs[@]}" "${objs[@]}" \
+      "${LIBS[@]}" "${TORCH_LIBS[@]}" -o "$OUT/$name"
+  else
+    "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" "${LIBS[@]}" -o "$OUT/$name"
+  fi
 done
 echo "fuzz: targets in $OUT"

@@ -28,6 +28,28 @@ seed() {  # seed TARGET: a few real-data examples in an empty corpus
     fuzz_zip_reader)
       cp "$ROOT/audits/export/gpt_block.pt2" "$c/flat"
       cp "$ROOT/audits/export/gpt_block_packaged.pt2" "$c/packaged" ;;
+    fuzz_weights_unpickler)  # first byte: 0 the whole torch.save file, 1 its pickle alone
+      python3 - "$ROOT/audits/export/gpt_block.pt2" "$c" <<'PY'
+import io, sys, zipfile
+state = zipfile.ZipFile(sys.argv[1]).read("serialized_state_dict.pt")
+pkl = next(n for n in zipfile.ZipFile(io.BytesIO(state)).namelist() if n.endswith("data.pkl"))
+open(sys.argv[2] + "/state_dict", "wb").write(b"\x00" + state)
+open(sys.argv[2] + "/pickle", "wb").write(b"\x01" + zipfile.ZipFile(io.BytesIO(state)).read(pkl))
+PY
+      ;;
+    fuzz_export_graph)  # first byte: 0 the whole archive, 1 the graph's JSON inside the GPT block
+      python3 - "$ROOT/audits/export" "$c" <<'PY'
+import sys, zipfile
+for name in ("gpt_block", "gru", "two_inputs_dict", "rope_gqa_causal", "cumsum", "cond_causal_taken",
+                 "while_loop", "scan", "map_rows", "no_grad", "masked_fill_inf"):
+    try:
+        z = zipfile.ZipFile(f"{sys.argv[1]}/{name}.pt2")
+    except FileNotFoundError:
+        continue
+    open(f"{sys.argv[2]}/{name}.json", "wb").write(b"\x01" + z.read("serialized_exported_program.json"))
+open(sys.argv[2] + "/archive", "wb").write(b"\x00" + open(f"{sys.argv[1]}/gpt_block.pt2", "rb").read())
+PY
+      ;;
     fuzz_snli)
       if [ -f "$DATA/snli/snli_1.0_dev.jsonl.gz" ]; then
         (zcat "$DATA/snli/snli_1.0_dev.jsonl.gz" | head -3 >"$c/dev3") || true
@@ -48,7 +70,9 @@ for t in "${targets[@]}"; do
   mkdir -p "$OUT/findings/$t"
   log="$OUT/findings/$t.log"
   echo "fuzz: $t for ${SECS}s"
-  if "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+  max_len=4096
+  case "$t" in fuzz_weights_unpickler|fuzz_export_graph) max_len=131072 ;; esac  # real archives
+  if "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len="$max_len" -timeout=10 -rss_limit_mb=4096 \
       -artifact_prefix="$OUT/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') runs," \
          "corpus $(ls "$OUT/corpus/$t" | wc -l) files, $(grep -oE 'cov: [0-9]+' "$log" | tail -1)"
