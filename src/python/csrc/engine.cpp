@@ -4,7 +4,8 @@
 // attributes. Every check, every decision, the JSON and the text summary are the engine's own:
 // PyModuleTarget is one more ModelFileTarget beside the TorchScript and torch.export ones.
 //
-// The GIL is held throughout: the engine calls forward for almost every step it takes.
+// The engine runs with the GIL released and takes it for each call into Python: LibTorch's
+// autograd refuses a backward (the gradient method) called while the GIL is held.
 #include <torch/extension.h>
 
 #include <fmt/format.h>
@@ -150,6 +151,7 @@ class PyModuleTarget;
 class PyIncrementalRun : public IncrementalRun {
  public:
   PyIncrementalRun(PyModuleTarget& target, int64_t batch);
+  ~PyIncrementalRun() override;
   at::Tensor step(const at::Tensor& x) override;
 
  private:
@@ -167,7 +169,11 @@ class PyModuleTarget : public ModelFileTarget {
       args.push_back(ForwardArgument{t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<bool>()});
     }
     name_ = adapter_.attr("describe")().cast<std::string>();
-    signature_ = ModelSignature(args, inputs, time_axis, feature_scale);  // InputError: the arguments do not fit
+    try {
+      signature_ = ModelSignature(args, inputs, time_axis, feature_scale);
+    } catch (const InputError& e) {  // the arguments do not fit: named as the CLI names the file
+      throw InputError(fmt::format("nn.Module {}: {}", name_, e.what()));
+    }
     own_dtype_ = dtype_ = dtype_from_name(adapter_.attr("own_dtype")().cast<std::string>());
   }
 
@@ -259,6 +265,7 @@ class PyModuleTarget : public ModelFileTarget {
   }
   // init_state / step of the module forward runs now, wrapped like forward's failures.
   py::object invoke(const char* method, const py::object& a, const py::object& b = py::none()) {
+    py::gil_scoped_acquire gil;
     try {
       return adapter_.attr("invoke")(method, a, b);
     } catch (py::error_already_set& e) {
@@ -279,9 +286,10 @@ class PyModuleTarget : public ModelFileTarget {
   }
   std::string changed_state() override {
     for (const auto& [name, old] : state_) {
-      const auto now_py = guarded([&] { return adapter_.attr("state_value")(name); });
-      const auto now = state_value(now_py);
-      const c10::IValue now_v = now ? *now : c10::IValue(std::string("<removed>"));
+      const c10::IValue now_v = guarded([&] {
+        const auto now = state_value(adapter_.attr("state_value")(name));
+        return now ? *now : c10::IValue(std::string("<removed>"));
+      });
       if (!same_value(now_v, old))
         return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
                            old.isTensor() ? "other values" : value_str(now_v));
@@ -341,6 +349,7 @@ class PyModuleTarget : public ModelFileTarget {
   // (InputError, one line), or a PythonInterrupt for the ones that must end the audit.
   template <class F>
   auto guarded(F&& f) -> decltype(f()) {
+    py::gil_scoped_acquire gil;
     try {
       return f();
     } catch (py::error_already_set& e) {
@@ -360,6 +369,7 @@ class PyModuleTarget : public ModelFileTarget {
 
  private:
   c10::IValue call(const at::Tensor& x) {
+    py::gil_scoped_acquire gil;
     py::dict kwargs;
     for (auto& [name, value] : signature_.arguments(x)) kwargs[py::str(name)] = py::cast(value.toTensor());
     try {
@@ -395,10 +405,17 @@ class PyModuleTarget : public ModelFileTarget {
 };
 
 PyIncrementalRun::PyIncrementalRun(PyModuleTarget& target, int64_t batch) : target_(target) {
+  py::gil_scoped_acquire gil;
   state_ = target_.invoke("init_state", py::int_(batch));
 }
 
+PyIncrementalRun::~PyIncrementalRun() {
+  py::gil_scoped_acquire gil;
+  state_ = py::object();
+}
+
 at::Tensor PyIncrementalRun::step(const at::Tensor& x) {
+  py::gil_scoped_acquire gil;
   const py::object out = target_.invoke("step", py::cast(x), state_);
   if (!py::isinstance<py::tuple>(out) || py::len(out) != 2 || !THPVariable_Check(out.cast<py::tuple>()[0].ptr()))
     throw InputError(fmt::format("{}: step did not return (Tensor, state)", target_.describe()));
@@ -483,13 +500,17 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     if (incremental)  // refused before any probe, as the CLI does
       if (const auto missing = target->incremental_missing(); !missing.empty())
         throw InputError(fmt::format("{}: {}", target->describe(), missing));
-    AuditResult result = run_output_audits(*target, opt, only);
+    AuditResult result;
+    {
+      py::gil_scoped_release released;  // taken again by each call into Python
+      result = run_output_audits(*target, opt, only);
 #ifdef GRASSAUDIT_PROPERTY_SEARCH
-    if (property_cases) run_property_search(*target, file_audit_options(*target, opt, nullptr), *property_cases, result);
+      if (property_cases) run_property_search(*target, file_audit_options(*target, opt, nullptr), *property_cases, result);
 #endif
-    if (incremental) {
-      target->select_output(only.value_or(""));
-      audit_incremental(*target, opt, result);
+      if (incremental) {
+        target->select_output(only.value_or(""));
+        audit_incremental(*target, opt, result);
+      }
     }
     py::dict d;
     d["ok"] = true;

@@ -1,24 +1,22 @@
 """Asserts for test suites (pytest or unittest, no plugin): the audit as an assertion."""
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Sequence, Union
 
 import torch
 
 
-def _evidence(report: Any, kinds: Optional[Sequence[str]] = None) -> str:
+def _evidence(report: Any) -> str:
+    """The first violation's evidence: for a future leak, the output position, the future position
+    that moved it and by how much; otherwise the engine's line."""
     for v in report.violations:
-        if kinds is not None and v.get("kind") not in kinds:
-            continue
         ev: Dict[str, Any] = v.get("evidence") or {}
-        parts = [f"first evidence ({v.get('kind')})"]
-        if ev.get("position", -1) >= 0:
-            parts.append(f"output position {ev['position']}")
-        if ev.get("cut", -1) >= 0:
-            parts.append(f"moved by inputs from position {ev['cut']} on"
-                         if v.get("kind") != "window" else f"moved by inputs before position {ev['cut']}")
-        if "effect" in ev:
-            parts.append(f"by {ev['effect']:.3g} of the output scale")
-        line = ", ".join(parts)
-        return line + (f": {ev['text']}" if ev.get("text") else "")
+        kind = v.get("kind")
+        if kind in ("future", "structural") and ev.get("position", -1) >= 0 and ev.get("cut", -1) >= 0:
+            return (f"first evidence ({kind}): output position {ev['position']} moved by {ev['effect']:.3g} of the "
+                    f"output scale when the inputs from position {ev['cut']} on were replaced "
+                    f"({ev.get('mode')} mode, L={ev.get('seq_len')}, {ev.get('precision')})")
+        if ev.get("text"):
+            return f"first evidence ({kind}): {ev['text']}"
+        return f"violation: {kind}"
     return ""
 
 
