@@ -17,6 +17,9 @@ from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)  # the repository's src/: the engine's sources and include root
+# Where the objects go (default: build/ here). The test suite gives each CMake build tree its own,
+# so the 1.13 and the 2.6 builds never mix objects compiled against different torch headers.
+BUILD = os.environ.get("GRASSAUDIT_PY_BUILD_DIR")
 
 try:
     import torch  # noqa: F401
@@ -83,5 +86,6 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildExtension},
+    options={"build": {"build_base": BUILD}} if BUILD else {},
     zip_safe=False,
 )
