@@ -171,11 +171,16 @@ class ModuleAdapter:
 
     # ---- the incremental path: the module's init_state(batch) / step(x, state) ----------------------
     def incremental_missing(self) -> str:
-        missing = [n for n in ("init_state", "step") if not callable(getattr(self.model, n, None))]
-        if missing:
-            return ("the module has no " + " and no ".join(f"{n}()" for n in missing) +
-                    " (the incremental contract: init_state(batch) -> state, step(x, state) -> (y, state))")
-        return ""
+        """The CLI's line for a module without the incremental API ("" when it has one); the contract
+        is the same, as plain Python methods (no @torch.jit.export, any state object)."""
+        has_init = callable(getattr(self.model, "init_state", None))
+        has_step = callable(getattr(self.model, "step", None))
+        if has_init and has_step:
+            return ""
+        what = "init_state and no step" if not has_init and not has_step else ("init_state" if not has_init else "step")
+        return (f"no incremental API: the module has no {what} method; --incremental needs "
+                "init_state(self, batch: int) -> state and step(self, x: Tensor, state) -> Tuple[Tensor, state] "
+                "(methods of the module)")
 
     def invoke(self, method: str, a: Any, b: Any) -> Any:
         f = getattr(self.active, method)
