@@ -98,3 +98,10 @@ def test_output_names_no_leaf():
 def test_incremental_without_step():
     with pytest.raises(grassaudit.ModelError, match="init_state"):
         grassaudit.audit(Conv(), inputs="features:4", seq_len=8, incremental=True)
+
+
+def test_property_search_missing_is_said():
+    if grassaudit._engine.has_property_search:
+        return
+    with pytest.raises(ValueError, match="--property: this build of the grassaudit package has no property search"):
+        grassaudit.audit(Conv(), inputs="features:4", seq_len=8, property=10)

@@ -485,7 +485,9 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
       property_cases = o["property"].cast<int64_t>();
       if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
 #ifndef GRASSAUDIT_PROPERTY_SEARCH
-      throw InputError("--property: this build of the grassaudit package has no property search (RapidCheck was not found when it was built)");
+      throw InputError(
+          "--property: this build of the grassaudit package has no property search (it needs a shared "
+          "librapidcheck.so when it is built; Debian's static one cannot go into an extension): use the CLI");
 #endif
     }
     if (o.contains("output") && !o["output"].is_none()) {
