@@ -39,10 +39,8 @@ def normalize_output(out: Any) -> Any:
     fields, in field order; outputs on another device brought to the CPU the probes compare on."""
     if isinstance(out, torch.Tensor):
         return out if out.device.type == "cpu" else out.cpu()
-    if isinstance(out, tuple) and not hasattr(out, "_fields"):
+    if isinstance(out, tuple):  # a namedtuple too: by index, as TorchScript's NamedTuple reaches the CLI
         return tuple(normalize_output(v) for v in out)
-    if isinstance(out, tuple):  # a namedtuple: its fields by name
-        return {k: normalize_output(v) for k, v in zip(out._fields, out)}
     if isinstance(out, list):
         return [normalize_output(v) for v in out]
     if isinstance(out, Mapping):
