@@ -39,6 +39,7 @@ ENGINE = [
     "audit/model_signature.cpp",     # --input values, output leaves by path
     "audit/output_audit.cpp",        # leaf by leaf
     "audit/precision_switch.cpp",    # float32, then float64 where needed
+    "audit/train_mode_proof.cpp",    # train mode = eval mode, read from the scripted module's graph
     "audit/zero_redraw.cpp",         # the structural pass
     "core/distributed.cpp",          # single-process here (no GRASSAUDIT_C10D)
     "util/error_text.cpp",

@@ -3,10 +3,9 @@ on the same model saved as TorchScript.
 
 Compared field for field except what names the target or measures wall time: `format`
 ("nn.Module" here, "torchscript" there), `target` (the module's class here, the file's path
-there), `seconds`, `seconds_by_check`, and `train_mode_proof`: the CLI proves train mode equal to
-eval mode from the TorchScript graph, and a live module has no graph to prove it from, so both
-sides run with no_train_proof / --no-train-proof (train mode probed on its own) and the CLI's
-record of the proof it was not asked to use is left out."""
+there), `seconds` and `seconds_by_check`. The train-mode proof is compared too: the package reads
+it from the graph torch.jit.script makes of the live module, the same graph the file holds. A
+module that does not script has no proof (null), and its train mode is probed on its own."""
 import json
 import re
 import subprocess
@@ -19,7 +18,7 @@ import torch.nn as nn
 import grassaudit
 import make_audit_controls as controls
 
-UNCOMPARED = ("format", "target", "seconds", "seconds_by_check", "train_mode_proof")
+UNCOMPARED = ("format", "target", "seconds", "seconds_by_check")
 
 
 def comparable(d: Dict) -> Dict:
@@ -85,10 +84,9 @@ def test_report_equals_cli(make, cli, tmp_path):
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True)
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len)
 
-    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--no-train-proof",
-           "--json", str(tmp_path / "cli.json")]
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--json", str(tmp_path / "cli.json")]
     for i in inputs:
         cmd += ["--input", i]
     done = subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
@@ -100,3 +98,35 @@ def test_report_equals_cli(make, cli, tmp_path):
     assert comparable(got) == comparable(expected)
     assert comparable_summary(str(report)) == comparable_summary(done.stdout)
     assert str(report).startswith(f"nn.Module {type(model).__name__} (")
+
+
+@pytest.mark.parametrize("make", [conv_symmetric, two_input_tuple])
+def test_no_train_proof_equals_cli(make, cli, tmp_path):
+    model, inputs, seq_len = make()
+    path = tmp_path / "model.pt"
+    torch.jit.script(model).save(str(path))
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True, mode="both", batch=8)
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--no-train-proof", "--mode", "both",
+           "--batch", "8", "--json", str(tmp_path / "cli.json")]
+    for i in inputs:
+        cmd += ["--input", i]
+    subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    assert comparable(report.to_dict()) == comparable(json.loads((tmp_path / "cli.json").read_text()))
+
+
+class Unscriptable(nn.Module):
+    """Python TorchScript does not compile (a generator expression): no graph, no proof."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return sum(torch.cumsum(self.lin(x), dim=1) * k for k in (1.0, 2.0))
+
+
+def test_unscriptable_module_probes_train_mode():
+    report = grassaudit.audit(Unscriptable(), inputs="features:4", seq_len=8)
+    got = report.to_dict()
+    assert report.causal and got["train_mode_proof"] is None
+    assert set(got["mode_horizons"]) == {"eval", "train"}

@@ -38,6 +38,8 @@ def test_control(case, builder):
         assert got["rounding_only"] == case["rounding_only"]
     if case["violations"] is not None:
         assert [v["kind"] for v in got["violations"]] == case["violations"]
+    if case["train_from_eval"] is not None:  # the proof, read from the scripted module's graph
+        assert (got["train_mode_proof"] or {}).get("train_from_eval", False) == case["train_from_eval"]
     for key in ("length_dependent", "batch_coupled", "past_horizon"):
         if case[key] is not None:
             assert got[key] == case[key], key

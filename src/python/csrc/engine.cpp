@@ -6,6 +6,7 @@
 //
 // The engine runs with the GIL released and takes it for each call into Python: LibTorch's
 // autograd refuses a backward (the gradient method) called while the GIL is held.
+#include <torch/csrc/jit/api/module.h>
 #include <torch/extension.h>
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "audit/incremental_audit.h"
 #include "audit/model_file.h"
 #include "audit/output_audit.h"
+#include "audit/train_mode_proof.h"
 #include "audit/zero_redraw.h"
 #ifdef GRASSAUDIT_PROPERTY_SEARCH
 #include "audit/property_search.h"
@@ -242,6 +244,22 @@ class PyModuleTarget : public ModelFileTarget {
   }
   at::ScalarType dtype() const override { return dtype_; }
   bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
+  // The CLI's proof, read from the graph torch.jit.script makes of the module's own code (the
+  // adapter says when there is none: it does not script, or its code branches on scripting);
+  // nullopt, as for any target without a proof, when there is no graph.
+  std::optional<TrainModeProof> train_mode_proof() override {
+    if (proof_asked_) return proof_;
+    proof_asked_ = true;
+    py::gil_scoped_acquire gil;
+    try {
+      const py::object scripted = adapter_.attr("scripted_for_proof")();
+      if (!scripted.is_none()) proof_ = prove_train_equals_eval(scripted.cast<torch::jit::Module>());
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_Exception)) throw PythonInterrupt{e};
+    } catch (const py::cast_error&) {  // a torch whose ScriptModule this build cannot see
+    }
+    return proof_;
+  }
 
   std::vector<at::Tensor> jitter_parameters() override {
     std::vector<at::Tensor> out;
@@ -401,7 +419,9 @@ class PyModuleTarget : public ModelFileTarget {
   std::vector<std::pair<std::string, c10::IValue>> state_;
   bool tracking_ = false, restore_ = false, held_ = false;
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
-  std::vector<std::pair<std::string, py::object>> raised_;  // every Python exception seen, by its line
+  std::vector<std::pair<std::string, py::object>> raised_;
+  bool proof_asked_ = false;
+  std::optional<TrainModeProof> proof_;  // every Python exception seen, by its line
 };
 
 PyIncrementalRun::PyIncrementalRun(PyModuleTarget& target, int64_t batch) : target_(target) {

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import inspect
 import traceback
+import warnings
 from collections.abc import Mapping
 from typing import Any, Dict, List, Tuple
 
@@ -166,6 +167,25 @@ class ModuleAdapter:
                 setattr(owner, leaf, value.clone().to(self.device))
         elif now is not value and now != value:
             setattr(owner, leaf, value)
+
+    def scripted_for_proof(self) -> Any:
+        """The module compiled by torch.jit.script (its torch._C.ScriptModule), for the engine's
+        train-mode proof from the graph of the module's own code; None when it does not script, or
+        when its code asks whether it is being scripted or traced (the graph may then not be the
+        code eager runs). The engine also checks that an eval-mode pass draws no random numbers."""
+        for m in self.model.modules():
+            try:
+                source = inspect.getsource(type(m))
+            except (OSError, TypeError):
+                continue
+            if "is_scripting" in source or "is_tracing" in source or "_get_tracing_state" in source:
+                return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return torch.jit.script(self.model)._c
+        except Exception:  # noqa: BLE001 -- most modern model code does not script: no proof then
+            return None
 
     # ---- the incremental path: the module's init_state(batch) / step(x, state) ----------------------
     def incremental_missing(self) -> str:
