@@ -105,3 +105,8 @@ def test_property_search_missing_is_said():
         return
     with pytest.raises(ValueError, match="--property: this build of the grassaudit package has no property search"):
         grassaudit.audit(Conv(), inputs="features:4", seq_len=8, property=10)
+
+
+def test_script_module_is_refused():
+    with pytest.raises(ValueError, match="got a TorchScript module"):
+        grassaudit.audit(torch.jit.script(Conv()), inputs="features:4", seq_len=8)

@@ -119,6 +119,9 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
     """
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"grassaudit.audit takes a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise ValueError("grassaudit.audit takes an eager torch.nn.Module, got a TorchScript module: pass the module "
+                         "before torch.jit.script, or save it (torch.jit.save) and run grassaudit audit --model FILE")
     if isinstance(inputs, str):
         inputs = [inputs]
     options: Dict[str, Any] = dict(
