@@ -130,3 +130,25 @@ def test_unscriptable_module_probes_train_mode():
     got = report.to_dict()
     assert report.causal and got["train_mode_proof"] is None
     assert set(got["mode_horizons"]) == {"eval", "train"}
+
+
+class AsksIfScripted(nn.Module):
+    """Code that branches on torch.jit.is_scripting(): the scripted graph is not what eager runs
+    (here eager reads `training`, the graph does not), so there is no proof."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.cumsum(self.lin(x), dim=1)
+        if not torch.jit.is_scripting() and self.training:
+            h = h + torch.roll(h, -1, dims=1)  # a train-only leak eager takes and the graph does not
+        return h
+
+
+def test_code_that_asks_if_scripted_gets_no_proof():
+    report = grassaudit.audit(AsksIfScripted(), inputs="features:4", seq_len=8)
+    got = report.to_dict()
+    assert got["train_mode_proof"] is None
+    assert not report.causal and got["mode_horizons"] == {"eval": 0, "train": 1}

@@ -173,9 +173,9 @@ class ModuleAdapter:
         train-mode proof from the graph of the module's own code; None when it does not script, or
         when its code asks whether it is being scripted or traced (the graph may then not be the
         code eager runs). The engine also checks that an eval-mode pass draws no random numbers."""
-        for m in self.model.modules():
+        for cls in {type(m) for m in self.model.modules()}:
             try:
-                source = inspect.getsource(type(m))
+                source = inspect.getsource(cls)
             except (OSError, TypeError):
                 continue
             if "is_scripting" in source or "is_tracing" in source or "_get_tracing_state" in source:
