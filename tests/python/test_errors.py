@@ -110,3 +110,35 @@ def test_property_search_missing_is_said():
 def test_script_module_is_refused():
     with pytest.raises(ValueError, match="got a TorchScript module"):
         grassaudit.audit(torch.jit.script(Conv()), inputs="features:4", seq_len=8)
+
+
+class Returns(nn.Module):
+    """forward returns whatever it is given to return: the audit says what is wrong, never crashes."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.make = make
+
+    def forward(self, x):
+        return self.make(self.lin(x))
+
+
+@pytest.mark.parametrize("make", [
+    lambda h: None,
+    lambda h: "text",
+    lambda h: {1, 2},
+    lambda h: (v for v in (h,)),
+    lambda h: h * float("nan"),
+    lambda h: h.long(),
+    lambda h: h[:, :1],
+    lambda h: [],
+    lambda h: {"a": {"b": [None, 3, "x"]}},
+    lambda h: {(1, 2): h},
+], ids=["none", "str", "set", "generator", "nan", "long", "one-step", "empty-list", "nested-no-tensor",
+        "tuple-key"])
+def test_odd_outputs_are_exceptions(make):
+    try:
+        grassaudit.audit(Returns(make), inputs="features:4", seq_len=8)
+    except (grassaudit.AuditError, ValueError) as e:
+        assert str(e) and "\n" not in str(e)
