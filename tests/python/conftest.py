@@ -24,6 +24,10 @@ def cli() -> str:
     path = os.environ.get("GRASSAUDIT_CLI", os.path.join(ROOT, "build", "grassaudit"))
     if not os.access(path, os.X_OK):
         pytest.skip(f"no grassaudit CLI at {path} (GRASSAUDIT_CLI)")
+    cli_torch = os.environ.get("GRASSAUDIT_CLI_TORCH", "")
+    if cli_torch and cli_torch.split(".")[:2] != torch.__version__.split("+")[0].split(".")[:2]:
+        pytest.skip(f"the CLI is built with LibTorch {cli_torch}, this Python has torch {torch.__version__}: "
+                    "equal reports need the same torch")
     return path
 
 
