@@ -18,6 +18,7 @@ from ._adapter import ModuleAdapter
 from ._preserve import preserved
 
 __all__ = ["audit", "Report", "AuditError", "ModelError", "ForwardError"]
+__version__ = "0.3.0"  # the CLI's (CMakeLists.txt project VERSION)
 
 
 class AuditError(Exception):
