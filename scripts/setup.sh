@@ -34,6 +34,9 @@ case "$RELEASE" in
 esac
 PKGS=("${COMMON[@]}" "${CLANG[@]}"
   python3 python3-torch python3-numpy   # reference/ and scripts/ only (fixtures, baselines)
+  # the Python package (src/python) and its pytest suite (tests/python): torch's cpp_extension
+  # includes pybind11 from the system on Debian; pip builds it into a venv (python3-venv)
+  pybind11-dev python3-pip python3-setuptools python3-wheel python3-venv python3-pytest
 )
 case "${1:-}" in
   "") ;;

@@ -1,0 +1,566 @@
+// grassaudit._engine: the audit engine of the CLI (src/audit), driven from Python on a live
+// torch.nn.Module. The module is reached through a Python adapter (grassaudit/_adapter.py) that
+// does only what needs Python: calling the module, copying it to float64, reading and writing its
+// attributes. Every check, every decision, the JSON and the text summary are the engine's own:
+// PyModuleTarget is one more ModelFileTarget beside the TorchScript and torch.export ones.
+//
+// The engine runs with the GIL released and takes it for each call into Python: LibTorch's
+// autograd refuses a backward (the gradient method) called while the GIL is held.
+#include <torch/csrc/jit/api/module.h>
+#include <torch/extension.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "audit/audit_prober.h"
+#include "audit/causality_audit.h"
+#include "audit/incremental_audit.h"
+#include "audit/model_file.h"
+#include "audit/output_audit.h"
+#include "audit/train_mode_proof.h"
+#include "audit/zero_redraw.h"
+#ifdef GRASSAUDIT_PROPERTY_SEARCH
+#include "audit/property_search.h"
+#endif
+#include "util/error.h"
+#include "util/error_text.h"
+#include "util/sha256.h"
+
+namespace py = pybind11;
+
+namespace grassaudit {
+namespace {
+
+// A Python exception that ends the audit as it is (KeyboardInterrupt, SystemExit, MemoryError):
+// deliberately not a std::exception, so that no handler in the engine that turns a failure into a
+// fallback (float32 instead of float64, a gradient check "not run") can take it for a model's
+// failure. Its destructors still run: the target is put back as it was on the way out.
+struct PythonInterrupt {
+  py::error_already_set error;
+};
+
+at::ScalarType dtype_from_name(const std::string& name) {
+  static const std::map<std::string, at::ScalarType> names{{"float32", at::kFloat},
+                                                           {"float64", at::kDouble},
+                                                           {"float16", at::kHalf},
+                                                           {"bfloat16", at::kBFloat16}};
+  const auto it = names.find(name);
+  return it == names.end() ? at::kFloat : it->second;
+}
+
+std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    default: return "float32";
+  }
+}
+
+// A normalised Python output (tensors, tuples, lists, dicts; _adapter.normalize_output made the
+// dict-like and dataclass outputs plain dicts) as the IValue ModelSignature walks: the leaves and
+// their paths are then exactly the CLI's.
+c10::IValue to_ivalue(const py::handle& obj) {
+  if (THPVariable_Check(obj.ptr())) return c10::IValue(THPVariable_Unpack(obj.ptr()));
+  if (obj.is_none()) return c10::IValue();
+  if (py::isinstance<py::bool_>(obj)) return c10::IValue(obj.cast<bool>());
+  if (py::isinstance<py::int_>(obj)) return c10::IValue(obj.cast<int64_t>());
+  if (py::isinstance<py::float_>(obj)) return c10::IValue(obj.cast<double>());
+  if (py::isinstance<py::str>(obj)) return c10::IValue(obj.cast<std::string>());
+  if (py::isinstance<py::tuple>(obj)) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : obj.cast<py::tuple>()) items.push_back(to_ivalue(item));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (py::isinstance<py::list>(obj)) {
+    c10::impl::GenericList list(c10::AnyType::get());
+    for (const auto& item : obj.cast<py::list>()) list.push_back(to_ivalue(item));
+    return list;
+  }
+  if (py::isinstance<py::dict>(obj)) {
+    const auto d = obj.cast<py::dict>();
+    bool int_keys = d.size() > 0;
+    for (const auto& kv : d) int_keys = int_keys && py::isinstance<py::int_>(kv.first) && !py::isinstance<py::bool_>(kv.first);
+    c10::impl::GenericDict out(int_keys ? c10::TypePtr(c10::IntType::get()) : c10::TypePtr(c10::StringType::get()),
+                               c10::AnyType::get());
+    for (const auto& kv : d) {
+      const c10::IValue key = int_keys ? c10::IValue(kv.first.cast<int64_t>()) : c10::IValue(py::str(kv.first).cast<std::string>());
+      out.insert(key, to_ivalue(kv.second));
+    }
+    return out;
+  }
+  // Anything else is a leaf that is not a tensor: named by its Python type.
+  return c10::IValue(std::string(py::str(obj.get_type().attr("__name__"))));
+}
+
+// A recorded attribute or buffer value: tensors cloned; int, float, bool, str as they are.
+std::optional<c10::IValue> state_value(const py::handle& v) {
+  if (THPVariable_Check(v.ptr())) return c10::IValue(THPVariable_Unpack(v.ptr()).detach().clone());
+  if (py::isinstance<py::bool_>(v)) return c10::IValue(v.cast<bool>());
+  if (py::isinstance<py::int_>(v)) {
+    try {
+      return c10::IValue(v.cast<int64_t>());
+    } catch (const py::cast_error&) {
+      return std::nullopt;  // beyond int64: not a counter the audit can follow
+    }
+  }
+  if (py::isinstance<py::float_>(v)) return c10::IValue(v.cast<double>());
+  if (py::isinstance<py::str>(v)) return c10::IValue(v.cast<std::string>());
+  return std::nullopt;
+}
+
+py::object to_py(const c10::IValue& v) {
+  if (v.isTensor()) return py::cast(v.toTensor());
+  if (v.isBool()) return py::bool_(v.toBool());
+  if (v.isInt()) return py::int_(v.toInt());
+  if (v.isDouble()) return py::float_(v.toDouble());
+  if (v.isString()) return py::str(v.toStringRef());
+  return py::none();
+}
+
+// Written as the TorchScript target writes it, so the refusal line is the CLI's.
+std::string value_str(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return fmt::format("{} [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes().vec(), ", "));
+  }
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return fmt::format("{:g}", v.toDouble());
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isString()) return "'" + v.toStringRef() + "'";
+  return v.tagKind();
+}
+
+bool same_value(const c10::IValue& now, const c10::IValue& old) {
+  if (old.isTensor())
+    return now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
+           now.toTensor().scalar_type() == old.toTensor().scalar_type() && at::equal(now.toTensor(), old.toTensor());
+  if (now.isTensor()) return false;
+  return now == old;
+}
+
+class PyModuleTarget;
+
+// One incremental run: the module's own init_state(batch) / step(x, state), as plain methods.
+class PyIncrementalRun : public IncrementalRun {
+ public:
+  PyIncrementalRun(PyModuleTarget& target, int64_t batch);
+  ~PyIncrementalRun() override;
+  at::Tensor step(const at::Tensor& x) override;
+
+ private:
+  PyModuleTarget& target_;
+  py::object state_;
+};
+
+class PyModuleTarget : public ModelFileTarget {
+ public:
+  PyModuleTarget(py::object adapter, const std::vector<InputBinding>& inputs, int64_t time_axis, double feature_scale)
+      : adapter_(std::move(adapter)) {
+    std::vector<ForwardArgument> args;
+    for (const auto& a : adapter_.attr("arguments")().cast<py::list>()) {
+      const auto t = a.cast<py::tuple>();
+      args.push_back(ForwardArgument{t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<bool>()});
+    }
+    name_ = adapter_.attr("describe")().cast<std::string>();
+    try {
+      signature_ = ModelSignature(args, inputs, time_axis, feature_scale);
+    } catch (const InputError& e) {  // the arguments do not fit: named as the CLI names the file
+      throw InputError(fmt::format("nn.Module {}: {}", name_, e.what()));
+    }
+    own_dtype_ = dtype_ = dtype_from_name(adapter_.attr("own_dtype")().cast<std::string>());
+  }
+
+  // The Python exception behind `message` (a forward, init_state or step that raised), or None.
+  py::object python_cause(const std::string& message) const {
+    for (const auto& [line, exception] : raised_)
+      if (message.find(line) != std::string::npos) return exception;
+    return py::none();
+  }
+
+  std::string describe() const override {
+    return fmt::format("nn.Module {} ({}){}", name_, signature_.describe_inputs(),
+                       output_path_.empty() ? "" : " output " + output_path_);
+  }
+  InputSpec input() const override { return signature_.canonical(); }
+  const char* format() const override { return "nn.Module"; }
+  const ModelSignature& signature() const override { return signature_; }
+
+  at::Tensor forward(const at::Tensor& x) override {
+    const c10::IValue out = call(x);
+    if (restore_ && !held_) restore_state();
+    try {
+      return signature_.leaf(out, output_path_);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", describe(), e.what()));
+    }
+  }
+
+  std::vector<OutputLeaf> output_leaves(int64_t L) override {
+    at::NoGradGuard no_grad;
+    const bool was_training = is_training();
+    set_train(false);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
+    const at::Tensor x = random_inputs(input(), dtype_, 2, L, gen);
+    c10::IValue out;
+    snapshot_state(/*restore=*/false);  // a look at the outputs must not advance the model's state
+    try {
+      out = call(x);
+    } catch (...) {
+      end_state_tracking();
+      set_train(was_training);
+      throw;
+    }
+    end_state_tracking();
+    set_train(was_training);
+    return signature_.leaves(out, 2, L);
+  }
+  void select_output(const std::string& path) override { output_path_ = path; }
+  const std::string& selected_output() const override { return output_path_; }
+
+  void set_train(bool train) override { guarded([&] { adapter_.attr("set_train")(train); }); }
+  bool is_training() const override {
+    return const_cast<PyModuleTarget*>(this)->guarded([&] { return adapter_.attr("is_training")().cast<bool>(); });
+  }
+  // float64 runs a converted copy (copy.deepcopy(module).double()); the own dtype the module itself.
+  bool to_dtype(at::ScalarType dtype, std::string* why) override {
+    const std::string failed = guarded([&] { return adapter_.attr("to_dtype")(dtype_name(dtype)).cast<std::string>(); });
+    if (!failed.empty()) {
+      if (why) *why = failed;
+      return false;
+    }
+    dtype_ = dtype;
+    for (auto& [name, v] : state_)  // the recorded state follows the conversion
+      if (v.isTensor() && at::isFloatingType(v.toTensor().scalar_type())) v = v.toTensor().to(dtype);
+    return true;
+  }
+  at::ScalarType dtype() const override { return dtype_; }
+  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
+  // The CLI's proof, read from the graph torch.jit.script makes of the module's own code (the
+  // adapter says when there is none: it does not script, or its code branches on scripting);
+  // nullopt, as for any target without a proof, when there is no graph.
+  std::optional<TrainModeProof> train_mode_proof() override {
+    if (proof_asked_) return proof_;
+    proof_asked_ = true;
+    py::gil_scoped_acquire gil;
+    try {
+      const py::object scripted = adapter_.attr("scripted_for_proof")();
+      if (!scripted.is_none()) proof_ = prove_train_equals_eval(scripted.cast<torch::jit::Module>());
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_Exception)) throw PythonInterrupt{e};
+    } catch (const py::cast_error&) {  // a torch whose ScriptModule this build cannot see
+    }
+    return proof_;
+  }
+
+  std::vector<at::Tensor> jitter_parameters() override {
+    std::vector<at::Tensor> out;
+    for (const auto& [name, t] : named_tensors("active_parameters")) out.push_back(t);
+    return out;
+  }
+
+  std::string incremental_missing() override {
+    const std::string missing = guarded([&] { return adapter_.attr("incremental_missing")().cast<std::string>(); });
+    if (!missing.empty()) return missing;
+    const auto& b = signature_.bindings();
+    if (b.size() != 1 || !b[0].perturbed() || signature_.time_axis() != 1 || !signature_.canonical().vocab_slots.empty())
+      return fmt::format("--incremental takes one perturbed input with time at dimension 1 (step(x, state): x [B, n] ids "
+                         "or [B, n, C] features), got {}",
+                         signature_.describe_inputs());
+    return {};
+  }
+  std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override {
+    if (auto why = incremental_missing(); !why.empty()) throw InputError(fmt::format("{}: {}", describe(), why));
+    return std::make_unique<PyIncrementalRun>(*this, batch);
+  }
+  // init_state / step of the module forward runs now, wrapped like forward's failures.
+  py::object invoke(const char* method, const py::object& a, const py::object& b = py::none()) {
+    py::gil_scoped_acquire gil;
+    try {
+      return adapter_.attr("invoke")(method, a, b);
+    } catch (py::error_already_set& e) {
+      rethrow_python(e, [&](const std::string& line) { return fmt::format("{}: {} failed: {}", describe(), method, line); });
+    }
+  }
+
+  void snapshot_state(bool restore) override {
+    state_.clear();
+    guarded([&] {
+      for (const auto& item : adapter_.attr("state_items")().cast<py::list>()) {
+        const auto t = item.cast<py::tuple>();
+        if (auto v = state_value(t[1])) state_.emplace_back(t[0].cast<std::string>(), std::move(*v));
+      }
+    });
+    tracking_ = true;
+    restore_ = restore;
+  }
+  std::string changed_state() override {
+    for (const auto& [name, old] : state_) {
+      const c10::IValue now_v = guarded([&] {
+        const auto now = state_value(adapter_.attr("state_value")(name));
+        return now ? *now : c10::IValue(std::string("<removed>"));
+      });
+      if (!same_value(now_v, old))
+        return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
+                           old.isTensor() ? "other values" : value_str(now_v));
+    }
+    return {};
+  }
+  void restore_state() override {
+    at::NoGradGuard no_grad;
+    guarded([&] {
+      for (const auto& [name, old] : state_) adapter_.attr("set_state")(name, to_py(old));
+    });
+  }
+  void end_state_tracking() override {
+    if (!tracking_) return;
+    restore_state();
+    tracking_ = restore_ = held_ = false;
+    state_.clear();
+  }
+  void hold_state(bool hold) override {
+    const bool release = held_ && !hold;
+    held_ = hold;
+    if (release && restore_) restore_state();
+  }
+
+  bool supports_structural_pass() const override { return true; }
+  std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override {
+    at::NoGradGuard no_grad;
+    const auto params = named_tensors("own_parameters");
+    std::vector<RedrawnTensor> out;
+    for (const auto& r : plan_zero_redraws(params, seed)) {
+      for (const auto& [name, value] : params)
+        if (name == r.record.name) redrawn_.emplace_back(name, value.detach().clone());  // before the draw
+      guarded([&] { adapter_.attr("set_parameter")(r.record.name, r.drawn); });
+      out.push_back(r.record);
+    }
+    return out;
+  }
+  void restore_redrawn_parameters() override {
+    at::NoGradGuard no_grad;
+    for (const auto& [name, zeros] : redrawn_) guarded([&] { adapter_.attr("set_parameter")(name, zeros); });
+    redrawn_.clear();
+  }
+
+  // As the TorchScript target hashes its module: every parameter, then every buffer, name and bytes.
+  std::string weights_hash() override {
+    Sha256 h;
+    for (const char* which : {"own_parameters", "own_buffers"})
+      for (const auto& [name, t] : named_tensors(which)) {
+        auto c = t.detach().cpu().contiguous();
+        h.update(name.data(), name.size());
+        h.update(c.data_ptr(), c.numel() * c.element_size());
+      }
+    return h.hex_digest();
+  }
+
+  // Runs a call into the adapter; a Python exception there becomes a C++ one the engine knows
+  // (InputError, one line), or a PythonInterrupt for the ones that must end the audit.
+  template <class F>
+  auto guarded(F&& f) -> decltype(f()) {
+    py::gil_scoped_acquire gil;
+    try {
+      return f();
+    } catch (py::error_already_set& e) {
+      rethrow_python(e, [&](const std::string& line) { return fmt::format("{}: {}", describe(), line); });
+    }
+  }
+
+  template <class Message>
+  [[noreturn]] void rethrow_python(py::error_already_set& e, Message&& message) {
+    if (!e.matches(PyExc_Exception)) throw PythonInterrupt{e};  // KeyboardInterrupt, SystemExit, ...
+    py::object value = e.value();
+    // The traceback's last line ("ValueError: ..."), as Python would print it.
+    const std::string line = py::module_::import("grassaudit._adapter").attr("last_line")(value).cast<std::string>();
+    raised_.emplace_back(line, value);
+    throw InputError(message(line));
+  }
+
+ private:
+  c10::IValue call(const at::Tensor& x) {
+    py::gil_scoped_acquire gil;
+    py::dict kwargs;
+    for (auto& [name, value] : signature_.arguments(x)) kwargs[py::str(name)] = py::cast(value.toTensor());
+    try {
+      return to_ivalue(adapter_.attr("call")(kwargs));
+    } catch (py::error_already_set& e) {
+      rethrow_python(e, [&](const std::string& line) {
+        return fmt::format("{}: forward failed at L={} (input [{}] {}): {}", describe(), x.dim() >= 2 ? x.size(1) : 0,
+                           fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), line);
+      });
+    }
+  }
+
+  std::vector<std::pair<std::string, at::Tensor>> named_tensors(const char* which) {
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    guarded([&] {
+      for (const auto& item : adapter_.attr("named_tensors")(which).cast<py::list>()) {
+        const auto t = item.cast<py::tuple>();
+        out.emplace_back(t[0].cast<std::string>(), THPVariable_Unpack(t[1].ptr()));
+      }
+    });
+    return out;
+  }
+
+  py::object adapter_;
+  std::string name_;
+  ModelSignature signature_;
+  std::string output_path_;
+  at::ScalarType dtype_ = at::kFloat, own_dtype_ = at::kFloat;
+  std::vector<std::pair<std::string, c10::IValue>> state_;
+  bool tracking_ = false, restore_ = false, held_ = false;
+  std::vector<std::pair<std::string, at::Tensor>> redrawn_;
+  std::vector<std::pair<std::string, py::object>> raised_;
+  bool proof_asked_ = false;
+  std::optional<TrainModeProof> proof_;  // every Python exception seen, by its line
+};
+
+PyIncrementalRun::PyIncrementalRun(PyModuleTarget& target, int64_t batch) : target_(target) {
+  py::gil_scoped_acquire gil;
+  state_ = target_.invoke("init_state", py::int_(batch));
+}
+
+PyIncrementalRun::~PyIncrementalRun() {
+  py::gil_scoped_acquire gil;
+  state_ = py::object();
+}
+
+at::Tensor PyIncrementalRun::step(const at::Tensor& x) {
+  py::gil_scoped_acquire gil;
+  const py::object out = target_.invoke("step", py::cast(x), state_);
+  if (!py::isinstance<py::tuple>(out) || py::len(out) != 2 || !THPVariable_Check(out.cast<py::tuple>()[0].ptr()))
+    throw InputError(fmt::format("{}: step did not return (Tensor, state)", target_.describe()));
+  state_ = out.cast<py::tuple>()[1];
+  return THPVariable_Unpack(out.cast<py::tuple>()[0].ptr());
+}
+
+// The CLI's option checks (src/cli/cmd_audit.cpp), with its messages.
+template <class T>
+T option(const py::dict& o, const char* key, T fallback) {
+  return o.contains(key) && !o[key].is_none() ? o[key].cast<T>() : fallback;
+}
+
+AuditOptions audit_options(const py::dict& o, int64_t seq_len) {
+  AuditOptions opt;
+  opt.seq_len = seq_len;
+  opt.batch = option<int64_t>(o, "batch", 32);
+  opt.trials = option<int64_t>(o, "trials", 3);
+  opt.seed = option<uint64_t>(o, "seed", 1234);
+  opt.gradient_check = !option<bool>(o, "no_gradient_check", false);
+  opt.structural = !option<bool>(o, "weights_as_given", false);
+  const std::string mode = option<std::string>(o, "mode", "both");
+  if (mode == "eval") opt.train_mode = false;
+  else if (mode == "train") opt.eval_mode = false;
+  else if (mode != "both") throw InputError(fmt::format("--mode must be eval, train or both, got '{}'", mode));
+  opt.lookahead = option<int64_t>(o, "allow_lookahead", 0);
+  if (o.contains("window") && !o["window"].is_none()) opt.window = o["window"].cast<int64_t>();
+  opt.length_check = !option<bool>(o, "no_length_check", false);
+  opt.batch_check = !option<bool>(o, "no_batch_check", false);
+  opt.train_by_proof = !option<bool>(o, "no_train_proof", false);
+  validate_audit_options(opt);
+  opt.seq_lens = option<std::vector<int64_t>>(o, "seq_lens", {});
+  for (int64_t l : opt.seq_lens)
+    if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
+  return opt;
+}
+
+py::dict failure(const char* kind, const std::string& message, py::object cause = py::none()) {
+  py::dict d;
+  d["ok"] = false;
+  d["kind"] = kind;
+  d["message"] = message;
+  d["cause"] = std::move(cause);
+  return d;
+}
+
+// The audit of `adapter`'s module, as `grassaudit audit --model FILE` runs it. Returns
+// {"ok": True, "json": the CLI's --json text, "summary": its stdout, "leaky": bool}, or
+// {"ok": False, "kind": "value" (bad arguments) | "model" (the audit cannot take the model) |
+// "forward" (forward raised), "message": the CLI's one line, "cause": the Python exception}.
+py::dict run(py::object adapter, const std::vector<std::string>& input_texts, int64_t seq_len, const py::dict& o) {
+  // Arguments first: nothing has run yet, and a mistake here is the caller's (ValueError).
+  std::vector<InputBinding> inputs;
+  AuditOptions opt;
+  std::optional<int64_t> property_cases;
+  std::optional<std::string> only;
+  std::unique_ptr<PyModuleTarget> target;
+  const bool incremental = option<bool>(o, "incremental", false);
+  try {
+    if (input_texts.empty())
+      throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
+    for (const auto& text : input_texts) inputs.push_back(InputBinding::parse(text));
+    opt = audit_options(o, seq_len);
+    const double scale = option<double>(o, "feature_scale", 1.0);
+    if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
+    if (o.contains("property") && !o["property"].is_none()) {
+      property_cases = o["property"].cast<int64_t>();
+      if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
+#ifndef GRASSAUDIT_PROPERTY_SEARCH
+      throw InputError(
+          "--property: this build of the grassaudit package has no property search (it needs a shared "
+          "librapidcheck.so when it is built; Debian's static one cannot go into an extension): use the CLI");
+#endif
+    }
+    if (o.contains("output") && !o["output"].is_none()) {
+      only = o["output"].cast<std::string>();
+      validate_output_path(*only);
+    }
+    target = std::make_unique<PyModuleTarget>(adapter, inputs, option<int64_t>(o, "time_axis", 1), scale);
+  } catch (const InputError& e) {
+    return failure("value", e.what());
+  }
+  try {
+    if (incremental)  // refused before any probe, as the CLI does
+      if (const auto missing = target->incremental_missing(); !missing.empty())
+        throw InputError(fmt::format("{}: {}", target->describe(), missing));
+    AuditResult result;
+    {
+      py::gil_scoped_release released;  // taken again by each call into Python
+      result = run_output_audits(*target, opt, only);
+#ifdef GRASSAUDIT_PROPERTY_SEARCH
+      if (property_cases) run_property_search(*target, file_audit_options(*target, opt, nullptr), *property_cases, result);
+#endif
+      if (incremental) {
+        target->select_output(only.value_or(""));
+        audit_incremental(*target, opt, result);
+      }
+    }
+    py::dict d;
+    d["ok"] = true;
+    d["json"] = to_json(result).dump(2) + "\n";
+    d["summary"] = summarize(result);
+    d["leaky"] = result.leaky();
+    return d;
+  } catch (PythonInterrupt& interrupt) {
+    throw std::move(interrupt.error);  // pybind11 raises it again in Python, as it was
+  } catch (const InputError& e) {
+    py::object cause = target->python_cause(e.what());
+    return failure(cause.is_none() ? "model" : "forward", e.what(), cause);
+  } catch (const c10::Error& e) {
+    return failure("model", first_meaningful_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return failure("model", first_meaningful_line(e.what()));
+  }
+}
+
+}  // namespace
+}  // namespace grassaudit
+
+PYBIND11_MODULE(_engine, m) {
+  m.doc() = "The grassaudit causality-audit engine (the CLI's C++ code), driven on a live torch.nn.Module.";
+  m.def("run", &grassaudit::run, py::arg("adapter"), py::arg("inputs"), py::arg("seq_len"), py::arg("options"));
+#ifdef GRASSAUDIT_PROPERTY_SEARCH
+  m.attr("has_property_search") = true;
+#else
+  m.attr("has_property_search") = false;
+#endif
+}

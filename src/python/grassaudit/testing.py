@@ -1,0 +1,43 @@
+"""Asserts for test suites (pytest or unittest, no plugin): the audit as an assertion."""
+from typing import Any, Dict, Sequence, Union
+
+import torch
+
+
+def _evidence(report: Any) -> str:
+    """The first violation's evidence: for a future leak, the output position, the future position
+    that moved it and by how much; otherwise the engine's line."""
+    for v in report.violations:
+        ev: Dict[str, Any] = v.get("evidence") or {}
+        kind = v.get("kind")
+        if kind in ("future", "structural") and ev.get("position", -1) >= 0 and ev.get("cut", -1) >= 0:
+            return (f"first evidence ({kind}): output position {ev['position']} moved by {ev['effect']:.3g} of the "
+                    f"output scale when the inputs from position {ev['cut']} on were replaced "
+                    f"({ev.get('mode')} mode, L={ev.get('seq_len')}, {ev.get('precision')})")
+        if ev.get("text"):
+            return f"first evidence ({kind}): {ev['text']}"
+        return f"violation: {kind}"
+    return ""
+
+
+def assert_causal(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: int, **options: Any):
+    """Audits `model` (grassaudit.audit, same arguments) and raises AssertionError unless every
+    property of the contract holds; the message is the CLI's summary and the first evidence (the
+    output position, the future position that moved it, by how much). Returns the report."""
+    from . import audit
+    report = audit(model, inputs=inputs, seq_len=seq_len, **options)
+    if not report.causal:
+        raise AssertionError(f"{str(report).rstrip()}\n{_evidence(report)}".rstrip())
+    return report
+
+
+def assert_incremental_consistent(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: int,
+                                  **options: Any):
+    """The incremental path (model.init_state(batch) -> state, model.step(x, state) -> (y, state))
+    against forward, as `grassaudit audit --incremental`: AssertionError with the summary and the
+    first evidence when any violation is found. Returns the report."""
+    from . import audit
+    report = audit(model, inputs=inputs, seq_len=seq_len, incremental=True, **options)
+    if not report.causal:
+        raise AssertionError(f"{str(report).rstrip()}\n{_evidence(report)}".rstrip())
+    return report

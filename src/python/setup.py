@@ -1,0 +1,92 @@
+"""Builds the grassaudit package against the torch of the Python that runs it:
+
+    python3 -m pip install --no-build-isolation ./src/python
+
+torch.utils.cpp_extension supplies that torch's include paths, libraries and ABI flags, so the
+engine (the CLI's own src/util, src/core and src/audit sources, compiled here: no prebuilt
+library of another LibTorch is linked) matches whatever torch the Python has: Debian's 1.13, or
+a venv's pip torch 2.x. Needs a C++17 compiler and the headers of fmt and nlohmann-json
+(Debian: libfmt-dev nlohmann-json3-dev); property=N also a shared RapidCheck (see below).
+
+ccache is used when installed (as the CMake build does): GRASSAUDIT_NO_CCACHE=1 turns it off.
+"""
+import os
+import sys
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)  # the repository's src/: the engine's sources and include root
+# Where the objects go (default: build/ here). The test suite gives each CMake build tree its own,
+# so the 1.13 and the 2.6 builds never mix objects compiled against different torch headers.
+BUILD = os.environ.get("GRASSAUDIT_PY_BUILD_DIR")
+
+try:
+    import torch  # noqa: F401
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+except ImportError:
+    sys.exit("grassaudit: this Python has no torch; install PyTorch (>= 1.13) first, then "
+             "python3 -m pip install --no-build-isolation ./src/python")
+
+# The engine's sources the in-process audit runs, and nothing of the model-file formats (the
+# module is live), the built-in models or the suite runner, which would pull in all of src/core.
+ENGINE = [
+    "audit/audit_prober.cpp",        # the probes: perturb, compare, the precision floor
+    "audit/audit_shard.cpp",         # rows over ranks (one rank in-process)
+    "audit/causality_audit.cpp",     # the driver, to_json, the text summary
+    "audit/contract_checks.cpp",     # batch, length, past horizon
+    "audit/incremental_audit.cpp",   # incremental=True
+    "audit/model_signature.cpp",     # --input values, output leaves by path
+    "audit/output_audit.cpp",        # leaf by leaf
+    "audit/precision_switch.cpp",    # float32, then float64 where needed
+    "audit/train_mode_proof.cpp",    # train mode = eval mode, read from the scripted module's graph
+    "audit/zero_redraw.cpp",         # the structural pass
+    "core/distributed.cpp",          # single-process here (no GRASSAUDIT_C10D)
+    "util/error_text.cpp",
+    "util/sha256.cpp",
+]
+
+
+def has_shared_rapidcheck() -> bool:
+    """Debian's librapidcheck-dev has only a static library built without -fPIC, which cannot go
+    into a Python extension: property=N needs a shared librapidcheck.so (or a -fPIC build)."""
+    dirs = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib")
+    return any(os.path.exists(os.path.join(d, "librapidcheck.so")) for d in dirs) and \
+        any(os.path.exists(os.path.join(d, "rapidcheck.h")) for d in ("/usr/include", "/usr/local/include"))
+
+
+define_macros = []
+libraries = ["fmt"]
+sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE]
+if has_shared_rapidcheck():  # property=N: the CLI's RapidCheck search
+    sources.append(os.path.join(SRC, "audit/property_search.cpp"))
+    define_macros.append(("GRASSAUDIT_PROPERTY_SEARCH", "1"))
+    libraries.append("rapidcheck")
+
+# ccache's masquerading c++ (torch's compiler check runs `which $CXX`: one word only).
+CCACHE_CXX = "/usr/lib/ccache/c++"
+if os.path.exists(CCACHE_CXX) and not os.environ.get("GRASSAUDIT_NO_CCACHE") and "CXX" not in os.environ:
+    os.environ["CXX"] = CCACHE_CXX
+os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
+
+setup(
+    name="grassaudit",
+    version="0.3.0",
+    description="Causality audit of a live torch.nn.Module, with the grassaudit CLI's C++ engine",
+    packages=["grassaudit"],
+    python_requires=">=3.8",
+    ext_modules=[
+        CppExtension(
+            name="grassaudit._engine",
+            sources=sources,
+            include_dirs=[SRC],
+            define_macros=define_macros,
+            libraries=libraries,
+            # -g0: Python's own CFLAGS ask for debug info, which triples the compile time here.
+            extra_compile_args=["-std=c++17", "-O2", "-g0", "-Wno-unused-function", "-Wno-deprecated-declarations"],
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+    options={"build": {"build_base": BUILD}} if BUILD else {},
+    zip_safe=False,
+)

@@ -1,0 +1,154 @@
+"""The report is the CLI's: to_dict() equals `grassaudit audit --json` and str(report) its stdout,
+on the same model saved as TorchScript.
+
+Compared field for field except what names the target or measures wall time: `format`
+("nn.Module" here, "torchscript" there), `target` (the module's class here, the file's path
+there), `seconds` and `seconds_by_check`. The train-mode proof is compared too: the package reads
+it from the graph torch.jit.script makes of the live module, the same graph the file holds. A
+module that does not script has no proof (null), and its train mode is probed on its own."""
+import json
+import re
+import subprocess
+from typing import Dict, Tuple
+
+import pytest
+import torch
+import torch.nn as nn
+
+import grassaudit
+import make_audit_controls as controls
+
+UNCOMPARED = ("format", "target", "seconds", "seconds_by_check")
+
+
+def comparable(d: Dict) -> Dict:
+    return {k: v for k, v in d.items() if k not in UNCOMPARED}
+
+
+def comparable_summary(text: str) -> str:
+    # The first line names the target ("TorchScript PATH (" / "nn.Module CLASS (") and the wall
+    # time ("..., 0.20 s)").
+    first, _, rest = text.partition("\n")
+    first = re.sub(r"^(TorchScript \S+|nn\.Module \S+) \(", "TARGET (", first)
+    first = re.sub(r", [0-9.]+ s\)", ")", first)
+    return first + "\n" + rest
+
+
+class TwoInputTuple(nn.Module):
+    """Two features inputs, a tuple output with a leaky and a causal leaf and a skipped one."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 5)
+        self.b = nn.Linear(2, 5)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        h = self.a(x) + self.b(y)
+        causal = torch.cumsum(h, dim=1)
+        leaky = h + 0.5 * torch.roll(h, -2, dims=1)
+        return causal, leaky, h.mean(dim=1)
+
+
+class DictOut(nn.Module):
+    """Tokens in, a dict out: the leaves are named ["logits"] and ["hidden"]."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 8)
+        self.head = nn.Linear(8, 30)
+
+    def forward(self, ids: torch.Tensor) -> Dict[str, torch.Tensor]:
+        h = self.emb(ids)
+        h = h + torch.nn.functional.pad(h, [0, 0, 1, 0])[:, :-1]  # x_{t-1}: causal
+        return {"logits": self.head(h), "hidden": h}
+
+
+def conv_symmetric():
+    case = next(c for c in controls.CASES if c["name"] == "conv-symmetric-padding")
+    torch.manual_seed(case["seed"])
+    return case["build"]().eval(), [case["input"]], case["seq_len"]
+
+
+def two_input_tuple():
+    torch.manual_seed(5)
+    return TwoInputTuple().eval(), ["features:3", "y=features:2"], 16
+
+
+def dict_out():
+    torch.manual_seed(6)
+    return DictOut().eval(), ["tokens:30"], 12
+
+
+@pytest.mark.parametrize("make", [conv_symmetric, two_input_tuple, dict_out])
+def test_report_equals_cli(make, cli, tmp_path):
+    model, inputs, seq_len = make()
+    path = tmp_path / "model.pt"
+    torch.jit.script(model).save(str(path))
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len)
+
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--json", str(tmp_path / "cli.json")]
+    for i in inputs:
+        cmd += ["--input", i]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    assert done.returncode == (0 if report.causal else 1), done.stderr
+    expected = json.loads((tmp_path / "cli.json").read_text())
+
+    got = report.to_dict()
+    assert got["format"] == "nn.Module" and expected["format"] == "torchscript"
+    assert comparable(got) == comparable(expected)
+    assert comparable_summary(str(report)) == comparable_summary(done.stdout)
+    assert str(report).startswith(f"nn.Module {type(model).__name__} (")
+
+
+@pytest.mark.parametrize("make", [conv_symmetric, two_input_tuple])
+def test_no_train_proof_equals_cli(make, cli, tmp_path):
+    model, inputs, seq_len = make()
+    path = tmp_path / "model.pt"
+    torch.jit.script(model).save(str(path))
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True, mode="both", batch=8)
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--no-train-proof", "--mode", "both",
+           "--batch", "8", "--json", str(tmp_path / "cli.json")]
+    for i in inputs:
+        cmd += ["--input", i]
+    subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    assert comparable(report.to_dict()) == comparable(json.loads((tmp_path / "cli.json").read_text()))
+
+
+class Unscriptable(nn.Module):
+    """Python TorchScript does not compile (a generator expression): no graph, no proof."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return sum(torch.cumsum(self.lin(x), dim=1) * k for k in (1.0, 2.0))
+
+
+def test_unscriptable_module_probes_train_mode():
+    report = grassaudit.audit(Unscriptable(), inputs="features:4", seq_len=8)
+    got = report.to_dict()
+    assert report.causal and got["train_mode_proof"] is None
+    assert set(got["mode_horizons"]) == {"eval", "train"}
+
+
+class AsksIfScripted(nn.Module):
+    """Code that branches on torch.jit.is_scripting(): the scripted graph is not what eager runs
+    (here eager reads `training`, the graph does not), so there is no proof."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.cumsum(self.lin(x), dim=1)
+        if not torch.jit.is_scripting() and self.training:
+            h = h + torch.roll(h, -1, dims=1)  # a train-only leak eager takes and the graph does not
+        return h
+
+
+def test_code_that_asks_if_scripted_gets_no_proof():
+    report = grassaudit.audit(AsksIfScripted(), inputs="features:4", seq_len=8)
+    got = report.to_dict()
+    assert got["train_mode_proof"] is None
+    assert not report.causal and got["mode_horizons"] == {"eval": 0, "train": 1}
