@@ -1,9 +1,13 @@
 #include "bench/op_profile.h"
 
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -17,6 +21,9 @@ std::string op_category(const std::string& name) {
       {"aten::addmm_", "gemm"},
       {"aten::bmm", "gemm"},
       {"aten::baddbmm", "gemm"},
+      // Conversions between float32 and bf16 (autocast's weight and activation copies).
+      {"aten::_to_copy", "cast"},
+      {"aten::to", "cast"},
       {"aten::native_layer_norm", "layer_norm"},
       {"aten::native_layer_norm_backward", "layer_norm"},
       {"NativeLayerNormBackward0", "layer_norm"},
@@ -43,18 +50,67 @@ std::string op_category(const std::string& name) {
   return it == table.end() ? "" : it->second;
 }
 
+namespace {
+
+// The legacy profiler records no dtypes: a RecordFunction observer notes each GEMM's input dtype,
+// per thread in call order, and the profile's GEMM ranges (the same calls, in the same order on the
+// same thread) take their dtype from it: "gemm_bf16", "gemm_fp32", ...
+struct GemmDtypes {
+  std::mutex mu;
+  std::map<uint64_t, std::deque<std::string>> by_thread;
+};
+GemmDtypes& gemm_dtypes() {
+  static GemmDtypes g;
+  return g;
+}
+
+std::string dtype_suffix(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return "bf16";
+    case at::kFloat: return "fp32";
+    case at::kDouble: return "fp64";
+    case at::kHalf: return "fp16";
+    default: return "other";
+  }
+}
+
+std::unique_ptr<at::ObserverContext> note_gemm_dtype(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  if (name == nullptr || op_category(name) != "gemm") return nullptr;
+  std::string dtype = "other";
+  for (const auto& v : fn.inputs()) {
+    if (v.isTensor()) {
+      dtype = dtype_suffix(v.toTensor().scalar_type());
+      break;
+    }
+  }
+  auto& g = gemm_dtypes();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.by_thread[fn.threadId()].push_back(dtype);
+  return nullptr;
+}
+
+}  // namespace
+
 OpProfile profile_ops(const std::function<void()>& step) {
   namespace prof = torch::autograd::profiler;
   prof::thread_event_lists lists;
+  {
+    std::lock_guard<std::mutex> lock(gemm_dtypes().mu);
+    gemm_dtypes().by_thread.clear();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   {
     prof::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
+    const auto observer = at::addGlobalCallback(at::RecordFunctionCallback(note_gemm_dtype).needsInputs(true));
     try {
       step();
     } catch (...) {
+      at::removeCallback(observer);
       prof::disableProfilerLegacy();
       throw;
     }
+    at::removeCallback(observer);
     lists = prof::disableProfilerLegacy();
   }
   OpProfile out;
@@ -65,11 +121,20 @@ OpProfile profile_ops(const std::function<void()>& step) {
     struct Open {
       const prof::LegacyEvent* push;
       double child_us;
+      std::string gemm_dtype;  // a GEMM's input dtype ("" for other ops)
     };
     std::vector<Open> stack;
     for (const auto& e : events) {
       if (e.kind() == prof::EventKind::PushRange) {
-        stack.push_back({&e, 0.0});
+        std::string dtype;
+        if (op_category(e.name()) == "gemm") {
+          auto& queue = gemm_dtypes().by_thread[e.threadId()];
+          if (!queue.empty()) {
+            dtype = queue.front();
+            queue.pop_front();
+          }
+        }
+        stack.push_back({&e, 0.0, dtype});
       } else if (e.kind() == prof::EventKind::PopRange && !stack.empty()) {
         const Open open = stack.back();
         stack.pop_back();
@@ -83,8 +148,11 @@ OpProfile profile_ops(const std::function<void()>& step) {
         op.self_ms += self_us / 1e3;
         op.calls += 1;
         std::string category = op_category(name);
-        for (auto it = stack.rbegin(); category.empty() && it != stack.rend(); ++it)
+        if (category == "gemm" && !open.gemm_dtype.empty()) category += "_" + open.gemm_dtype;
+        for (auto it = stack.rbegin(); category.empty() && it != stack.rend(); ++it) {
           category = op_category(it->push->name());
+          if (category == "gemm" && !it->gemm_dtype.empty()) category += "_" + it->gemm_dtype;
+        }
         out.category_ms[category.empty() ? "other" : category] += self_us / 1e3;
       }
     }

@@ -3,7 +3,10 @@
 // CPU) profiler and every op's SELF time (its range minus its children's) is summed by name and
 // by category. A category is decided by the innermost enclosing range with a known name, so the
 // multiplies inside aten::dropout count as dropout and the GEMMs inside the fused head as gemm.
-// Used by `grassaudit bench --model ... --profile-ops` to show which memory-bound work is left.
+// GEMMs are split by their input dtype (gemm_bf16, gemm_fp32: a RecordFunction observer notes it,
+// the legacy profiler records none), float32 <-> bf16 conversions are "cast", the optimizer step
+// "optimizer". Used by `grassaudit bench --model ... --profile-ops` to show which memory-bound work
+// is left.
 #include <cstdint>
 #include <functional>
 #include <map>

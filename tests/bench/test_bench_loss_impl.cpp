@@ -48,7 +48,10 @@ TEST(BenchLossImpl, ModelBenchTimesEachImplWithItsName) {
     double sum = 0;
     for (const auto& kv : p["categories"].items()) sum += kv.value()["ms"].get<double>();
     EXPECT_NEAR(sum, p["recorded_ms"].get<double>(), 1e-6 * p["recorded_ms"].get<double>() + 1e-9);
-    EXPECT_GT(p["categories"]["gemm"]["ms"].get<double>(), 0);
+    // An fp32 step: every GEMM is labelled by its input dtype, and all are float32.
+    EXPECT_GT(p["categories"]["gemm_fp32"]["ms"].get<double>(), 0) << p["categories"].dump();
+    EXPECT_FALSE(p["categories"].contains("gemm")) << "a GEMM without its dtype: " << p["categories"].dump();
+    EXPECT_FALSE(p["categories"].contains("gemm_bf16")) << p["categories"].dump();
     EXPECT_GT(p["categories"]["layer_norm"]["ms"].get<double>(), 0);
     EXPECT_GT(p["categories"]["optimizer"]["ms"].get<double>(), 0);
     EXPECT_GT(p["categories"]["head_loss_elementwise"]["ms"].get<double>(), 0);
