@@ -67,6 +67,8 @@
 #   TOKENIZER     word | wordpiece (default wordpiece, the paper's)
 #   PRECISION     fp32 | tf32 | bf16 (default: the CLI's, tf32 on CUDA)
 #   EPOCHS, MAX_TOKENS   override the presets' 30 epochs / stop each run after N tokens
+#   PATIENCE             stop a run after this many epochs without a better validation (default 3;
+#                        0: off), so each run ends at its best epoch as the report's comparison wants
 #   DEVICE        cuda | cpu (default cuda);  THREADS  per run (default cores / number of mixers)
 #   DEBS          folder of .deb files (default .gpu-debs; required for TORCH=python, "none" skips)
 #   DEPS          where they are unpacked (default /tmp/grassaudit-deps)
@@ -391,6 +393,8 @@ run_phase() {
     else
       args=(train --mixer "$mixer" --preset "$preset" --tokenizer "$TOKENIZER" --out "$dir")
       [ -n "${EPOCHS:-}" ] && args+=(--epochs "$EPOCHS")
+      # Early stopping: the paper's comparison is at each run's best epoch (reports/README.md).
+      [ "${PATIENCE:-3}" != 0 ] && args+=(--patience "${PATIENCE:-3}")
     fi
     [ -n "${MAX_TOKENS:-}" ] && args+=(--max-tokens "$MAX_TOKENS")
     [ -n "${PRECISION:-}" ] && args+=(--precision "$PRECISION")
