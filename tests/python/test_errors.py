@@ -96,8 +96,10 @@ def test_output_names_no_leaf():
 
 
 def test_incremental_without_step():
-    with pytest.raises(grassaudit.ModelError, match="init_state"):
+    with pytest.raises(grassaudit.RefusedError, match="init_state") as info:
         grassaudit.audit(Conv(), inputs="features:4", seq_len=8, incremental=True)
+    assert info.value.reason == "incremental"
+    assert isinstance(info.value, grassaudit.ModelError)  # the refusals are model errors
 
 
 def test_property_search_missing_is_said():
@@ -142,3 +144,17 @@ def test_odd_outputs_are_exceptions(make):
         grassaudit.audit(Returns(make), inputs="features:4", seq_len=8)
     except (grassaudit.AuditError, ValueError) as e:
         assert str(e) and "\n" not in str(e)
+
+
+class NoisyInEval(nn.Module):
+    """Noise outside torch's RNG (numpy's), in eval mode too: the same input, other outputs."""
+
+    def forward(self, x):
+        import numpy as np
+        return torch.cumsum(x, dim=1) + torch.from_numpy(np.random.standard_normal(x.shape)).to(x.dtype)
+
+
+def test_nondeterministic_forward_is_refused_with_its_reason():
+    with pytest.raises(grassaudit.RefusedError, match="nondeterministic in") as info:
+        grassaudit.audit(NoisyInEval().eval(), inputs="features:4", seq_len=8)
+    assert info.value.reason == "nondeterministic"

@@ -173,6 +173,7 @@ def test_state_changing_forward_is_refused(make, what):
     assert message.startswith(f"nn.Module {make.__name__} (features:4): forward changes its state: {what} changed "
                               "during one call"), message
     assert not isinstance(info.value, grassaudit.ForwardError)
+    assert isinstance(info.value, grassaudit.RefusedError) and info.value.reason == "state"
     assert_same(m, before)
 
 

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_refusal.h"
 #include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
@@ -485,7 +486,8 @@ py::dict failure(const char* kind, const std::string& message, py::object cause 
 // The audit of `adapter`'s module, as `grassaudit audit --model FILE` runs it. Returns
 // {"ok": True, "json": the CLI's --json text, "summary": its stdout, "leaky": bool}, or
 // {"ok": False, "kind": "value" (bad arguments) | "model" (the audit cannot take the model) |
-// "forward" (forward raised), "message": the CLI's one line, "cause": the Python exception}.
+// "forward" (forward raised) | "refused" (no verdict possible; "reason": state, nondeterministic or
+// incremental), "message": the CLI's one line, "cause": the Python exception}.
 py::dict run(py::object adapter, const std::vector<std::string>& input_texts, int64_t seq_len, const py::dict& o) {
   // Arguments first: nothing has run yet, and a mistake here is the caller's (ValueError).
   std::vector<InputBinding> inputs;
@@ -519,9 +521,7 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     return failure("value", e.what());
   }
   try {
-    if (incremental)  // refused before any probe, as the CLI does
-      if (const auto missing = target->incremental_missing(); !missing.empty())
-        throw InputError(fmt::format("{}: {}", target->describe(), missing));
+    if (incremental) require_incremental(*target);  // refused before any probe, as the CLI does
     AuditResult result;
     {
       py::gil_scoped_release released;  // taken again by each call into Python
@@ -542,6 +542,10 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     return d;
   } catch (PythonInterrupt& interrupt) {
     throw std::move(interrupt.error);  // pybind11 raises it again in Python, as it was
+  } catch (const AuditRefusal& e) {  // no verdict is possible: the reason travels with it
+    py::dict d = failure("refused", e.what());
+    d["reason"] = refusal_name(e.reason());
+    return d;
   } catch (const InputError& e) {
     py::object cause = target->python_cause(e.what());
     return failure(cause.is_none() ? "model" : "forward", e.what(), cause);

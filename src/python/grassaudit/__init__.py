@@ -17,7 +17,7 @@ from . import _engine
 from ._adapter import ModuleAdapter
 from ._preserve import preserved
 
-__all__ = ["audit", "Report", "AuditError", "ModelError", "ForwardError"]
+__all__ = ["audit", "Report", "AuditError", "ModelError", "ForwardError", "RefusedError"]
 __version__ = "0.3.0"  # the CLI's (CMakeLists.txt project VERSION)
 
 
@@ -27,6 +27,16 @@ class AuditError(Exception):
 
 class ModelError(AuditError):
     """The model is not one the audit can take: its outputs, its dtype, state its forward changes."""
+
+
+class RefusedError(ModelError):
+    """No verdict is possible for the model, for `reason`: "state" (forward changes state it keeps
+    between calls), "nondeterministic" (the same input gives different outputs) or "incremental"
+    (incremental=True on a module without init_state / step). The message is the CLI's line."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class ForwardError(ModelError):
@@ -142,6 +152,8 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
     kind, message, cause = got["kind"], got["message"], got["cause"]
     if kind == "value":
         raise ValueError(message)
+    if kind == "refused":
+        raise RefusedError(message, got["reason"]) from None
     error = ForwardError(message) if kind == "forward" else ModelError(message)
     if cause is not None:
         raise error from cause
