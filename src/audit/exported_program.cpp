@@ -240,6 +240,7 @@ struct ExportedProgram::Impl {
                      const std::map<std::string, at::Tensor>& consts);
   void parse_node(const json& node, size_t index);
   void parse_higher_order(const json& inputs, const json& outputs, Step& s, const std::string& where);
+  Out output_of(const json& output, const std::string& where);
   size_t parse_subgraph(const json& graph_argument, const std::string& where);
   void release_after_last_read(const std::vector<const Arg*>& final_reads);
   c10::IValue value(const Arg& a, std::vector<c10::IValue>& env) const;
@@ -512,26 +513,7 @@ void ExportedProgram::Impl::parse_node(const json& node, size_t index) {
                                      n, kLibTorch, full, producer));
     }
     s.returns = schema.returns().size();
-    for (const auto& o : outputs) {
-      auto [k, v] = kind_of(o, "an output");
-      Out out;
-      if (k == "as_tensor") {
-        out.slot = new_slot(field(*v, "name", where).get<std::string>(), where);
-      } else if (k == "as_tensors") {
-        out.list = true;
-        for (const auto& e : *v) out.slots.push_back(new_slot(field(e, "name", where).get<std::string>(), where));
-      } else if (k == "as_optional_tensors") {
-        out.list = true;
-        for (const auto& e : *v) {
-          auto [k2, v2] = kind_of(e, "an optional tensor");
-          out.slots.push_back(k2 == "as_tensor" ? new_slot(field(*v2, "name", where).get<std::string>(), where) : -1);
-        }
-      } else if (k == "as_sym_int" || k == "as_sym_bool" || k == "as_sym_float") {
-        auto [k2, v2] = kind_of(*v, "a symbolic output");
-        if (k2 == "as_name") out.slot = new_slot(v2->get<std::string>(), where);
-      }
-      s.outs.push_back(out);
-    }
+    for (const auto& o : outputs) s.outs.push_back(output_of(o, where));
     if (s.outs.size() > s.returns)
       throw InputError(fmt::format("{}: {} outputs, but {}'s {} returns {}", where, s.outs.size(), kLibTorch, full,
                                    s.returns));
@@ -856,22 +838,30 @@ void ExportedProgram::Impl::parse_higher_order(const json& inputs, const json& o
   if (s.subgraphs.size() != want_graphs)
     throw InputError(fmt::format("{}: {} takes {} sub-graph(s), the node gives {}", where, op, want_graphs,
                                  s.subgraphs.size()));
-  for (const auto& o : outputs) {
-    auto [k, v] = kind_of(o, "an output");
-    Out out;
-    if (k == "as_tensor") {
-      out.slot = new_slot(field(*v, "name", where).get<std::string>(), where);
-    } else if (k == "as_tensors") {
-      out.list = true;
-      for (const auto& e : *v) out.slots.push_back(new_slot(field(e, "name", where).get<std::string>(), where));
-    } else if (k == "as_sym_int" || k == "as_sym_bool" || k == "as_sym_float") {
-      auto [k2, v2] = kind_of(*v, "a symbolic output");
-      if (k2 == "as_name") out.slot = new_slot(v2->get<std::string>(), where);
-    } else if (k != "as_none") {
-      throw InputError(fmt::format("{}: an output of kind {}, which grassaudit does not read", where, k));
+  for (const auto& o : outputs) s.outs.push_back(output_of(o, where));
+}
+
+// Where one output of a node goes: a tensor, a list of (optional) tensors, or a symbolic value,
+// each bound to a new slot; anything else (as_none) is not kept.
+Out ExportedProgram::Impl::output_of(const json& o, const std::string& where) {
+  auto [k, v] = kind_of(o, "an output");
+  Out out;
+  if (k == "as_tensor") {
+    out.slot = new_slot(field(*v, "name", where).get<std::string>(), where);
+  } else if (k == "as_tensors") {
+    out.list = true;
+    for (const auto& e : *v) out.slots.push_back(new_slot(field(e, "name", where).get<std::string>(), where));
+  } else if (k == "as_optional_tensors") {
+    out.list = true;
+    for (const auto& e : *v) {
+      auto [k2, v2] = kind_of(e, "an optional tensor");
+      out.slots.push_back(k2 == "as_tensor" ? new_slot(field(*v2, "name", where).get<std::string>(), where) : -1);
     }
-    s.outs.push_back(out);
+  } else if (k == "as_sym_int" || k == "as_sym_bool" || k == "as_sym_float") {
+    auto [k2, v2] = kind_of(*v, "a symbolic output");
+    if (k2 == "as_name") out.slot = new_slot(v2->get<std::string>(), where);
   }
+  return out;
 }
 
 size_t ExportedProgram::Impl::parse_subgraph(const json& ga, const std::string& where) {
