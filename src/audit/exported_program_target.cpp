@@ -133,20 +133,7 @@ at::Tensor ExportedProgramTarget::forward(const at::Tensor& x) {
 }
 
 std::vector<OutputLeaf> ExportedProgramTarget::output_leaves(int64_t L) {
-  at::NoGradGuard no_grad;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
-  const int64_t rows = fixed_batch_.value_or(2);
-  const at::Tensor x = random_inputs(input(), dtype_, rows, L, gen);
-  snapshot_state(/*restore=*/false);  // a look at the outputs must not advance the model's state
-  c10::IValue out;
-  try {
-    out = call(x);
-  } catch (...) {
-    end_state_tracking();
-    throw;
-  }
-  end_state_tracking();
-  return signature_.leaves(out, rows, L);
+  return look_at_outputs(L, fixed_batch_.value_or(2), dtype_, [this](const at::Tensor& x) { return call(x); });
 }
 
 bool ExportedProgramTarget::to_dtype(at::ScalarType dtype, std::string* why) {

@@ -11,10 +11,13 @@
 // Anything else is one line naming what was found (a torch.save file, a zip of something else,
 // not a zip at all).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <ATen/core/ivalue.h>
 
 #include "audit/audit_target.h"
 #include "audit/model_signature.h"
@@ -38,7 +41,19 @@ class ModelFileTarget : public AuditTarget {
   // Notes every audit of this file carries: what the file fixes that the audit would otherwise
   // vary (its batch size, its train mode).
   virtual std::vector<std::string> notes() const { return {}; }
+
+ protected:
+  // output_leaves for every format: one pass of `rows` random rows at length L through `call`
+  // (the format's forward, before a leaf is selected), eval mode, no gradients; the model's state
+  // and train mode come back as they were (a look at the outputs must not advance the model).
+  std::vector<OutputLeaf> look_at_outputs(int64_t L, int64_t rows, at::ScalarType dtype,
+                                          const std::function<c10::IValue(const at::Tensor&)>& call);
 };
+
+// How a model's kept state moved during one call, in the words of the state refusal:
+// "buffer 'total' (Float [4] -> other values)", "attribute 'calls' (0 -> 1)"; "" when `now`
+// equals `old` (a tensor: same dtype, sizes and values).
+std::string state_change(const std::string& name, const c10::IValue& old, const c10::IValue& now);
 
 // The format of the file at `path` by its content: "torchscript", "torch.export", or "" when it
 // is neither (open_model_file then says what it is).

@@ -121,23 +121,7 @@ at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
 }
 
 std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
-  at::NoGradGuard no_grad;
-  const bool was_training = is_training();
-  set_train(false);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
-  const at::Tensor x = random_inputs(input(), dtype_, 2, L, gen);
-  c10::IValue out;
-  snapshot_state(/*restore=*/false);  // a look at the outputs must not advance the model's state
-  try {
-    out = call(x);
-  } catch (...) {
-    end_state_tracking();
-    set_train(was_training);
-    throw;
-  }
-  end_state_tracking();
-  set_train(was_training);
-  return signature_.leaves(out, 2, L);
+  return look_at_outputs(L, 2, dtype_, [this](const at::Tensor& x) { return call(x); });
 }
 
 void TorchScriptTarget::set_train(bool train) { active_->train(train); }
@@ -255,17 +239,6 @@ std::pair<torch::jit::Module, std::string> owner_of(const torch::jit::Module& ro
   return {m, name.substr(start)};
 }
 
-std::string value_str(const c10::IValue& v) {
-  if (v.isTensor()) {
-    const auto& t = v.toTensor();
-    return fmt::format("{} [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes().vec(), ", "));
-  }
-  if (v.isInt()) return std::to_string(v.toInt());
-  if (v.isDouble()) return fmt::format("{:g}", v.toDouble());
-  if (v.isBool()) return v.toBool() ? "True" : "False";
-  if (v.isString()) return "'" + v.toStringRef() + "'";
-  return v.tagKind();
-}
 }  // namespace
 
 std::string TorchScriptTarget::incremental_missing() {
@@ -345,16 +318,7 @@ void TorchScriptTarget::snapshot_state(bool restore) {
 std::string TorchScriptTarget::changed_state() {
   for (const auto& [name, old] : state_) {
     auto [owner, leaf] = owner_of(*active_, name);
-    const c10::IValue now = owner.attr(leaf);
-    bool same;
-    if (old.isTensor())
-      same = now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
-             now.toTensor().scalar_type() == old.toTensor().scalar_type() && at::equal(now.toTensor(), old.toTensor());
-    else
-      same = now == old;
-    if (!same)
-      return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
-                         old.isTensor() ? "other values" : value_str(now));
+    if (auto moved = state_change(name, old, owner.attr(leaf)); !moved.empty()) return moved;
   }
   return {};
 }

@@ -36,6 +36,7 @@ ENGINE = [
     "audit/causality_audit.cpp",     # the driver, to_json, the text summary
     "audit/contract_checks.cpp",     # batch, length, past horizon
     "audit/incremental_audit.cpp",   # incremental=True
+    "audit/model_file_target.cpp",   # what every model target shares (the look at the outputs)
     "audit/model_signature.cpp",     # --input values, output leaves by path
     "audit/output_audit.cpp",        # leaf by leaf
     "audit/precision_switch.cpp",    # float32, then float64 where needed

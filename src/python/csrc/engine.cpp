@@ -127,27 +127,6 @@ py::object to_py(const c10::IValue& v) {
   return py::none();
 }
 
-// Written as the TorchScript target writes it, so the refusal line is the CLI's.
-std::string value_str(const c10::IValue& v) {
-  if (v.isTensor()) {
-    const auto& t = v.toTensor();
-    return fmt::format("{} [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes().vec(), ", "));
-  }
-  if (v.isInt()) return std::to_string(v.toInt());
-  if (v.isDouble()) return fmt::format("{:g}", v.toDouble());
-  if (v.isBool()) return v.toBool() ? "True" : "False";
-  if (v.isString()) return "'" + v.toStringRef() + "'";
-  return v.tagKind();
-}
-
-bool same_value(const c10::IValue& now, const c10::IValue& old) {
-  if (old.isTensor())
-    return now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
-           now.toTensor().scalar_type() == old.toTensor().scalar_type() && at::equal(now.toTensor(), old.toTensor());
-  if (now.isTensor()) return false;
-  return now == old;
-}
-
 class PyModuleTarget;
 
 // One incremental run: the module's own init_state(batch) / step(x, state), as plain methods.
@@ -206,23 +185,7 @@ class PyModuleTarget : public ModelFileTarget {
   }
 
   std::vector<OutputLeaf> output_leaves(int64_t L) override {
-    at::NoGradGuard no_grad;
-    const bool was_training = is_training();
-    set_train(false);
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
-    const at::Tensor x = random_inputs(input(), dtype_, 2, L, gen);
-    c10::IValue out;
-    snapshot_state(/*restore=*/false);  // a look at the outputs must not advance the model's state
-    try {
-      out = call(x);
-    } catch (...) {
-      end_state_tracking();
-      set_train(was_training);
-      throw;
-    }
-    end_state_tracking();
-    set_train(was_training);
-    return signature_.leaves(out, 2, L);
+    return look_at_outputs(L, 2, dtype_, [this](const at::Tensor& x) { return call(x); });
   }
   void select_output(const std::string& path) override { output_path_ = path; }
   const std::string& selected_output() const override { return output_path_; }
@@ -309,9 +272,7 @@ class PyModuleTarget : public ModelFileTarget {
         const auto now = state_value(adapter_.attr("state_value")(name));
         return now ? *now : c10::IValue(std::string("<removed>"));
       });
-      if (!same_value(now_v, old))
-        return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
-                           old.isTensor() ? "other values" : value_str(now_v));
+      if (auto moved = state_change(name, old, now_v); !moved.empty()) return moved;  // the CLI's words
     }
     return {};
   }

@@ -1,0 +1,62 @@
+#include "audit/model_file.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "audit/audit_prober.h"
+
+// ModelFileTarget's own members, apart from model_file.cpp's format readers: the Python
+// package's live-module target shares them without compiling any reader.
+namespace grassaudit {
+
+namespace {
+
+std::string value_str(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    return fmt::format("{} [{}]", c10::toString(t.scalar_type()), fmt::join(t.sizes().vec(), ", "));
+  }
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return fmt::format("{:g}", v.toDouble());
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isString()) return "'" + v.toStringRef() + "'";
+  return v.tagKind();
+}
+
+}  // namespace
+
+std::string state_change(const std::string& name, const c10::IValue& old, const c10::IValue& now) {
+  const bool same = old.isTensor() ? now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
+                                         now.toTensor().scalar_type() == old.toTensor().scalar_type() &&
+                                         at::equal(now.toTensor(), old.toTensor())
+                                   : !now.isTensor() && now == old;
+  if (same) return "";
+  return fmt::format("{} '{}' ({} -> {})", old.isTensor() ? "buffer" : "attribute", name, value_str(old),
+                     old.isTensor() ? "other values" : value_str(now));
+}
+
+std::vector<OutputLeaf> ModelFileTarget::look_at_outputs(int64_t L, int64_t rows, at::ScalarType dtype,
+                                                         const std::function<c10::IValue(const at::Tensor&)>& call) {
+  at::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  set_train(false);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(20261201);
+  const at::Tensor x = random_inputs(input(), dtype, rows, L, gen);
+  c10::IValue out;
+  snapshot_state(/*restore=*/false);
+  try {
+    out = call(x);
+  } catch (...) {
+    end_state_tracking();
+    set_train(was_training);
+    throw;
+  }
+  end_state_tracking();
+  set_train(was_training);
+  return signature().leaves(out, rows, L);
+}
+
+}  // namespace grassaudit
