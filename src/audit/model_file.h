@@ -55,6 +55,11 @@ class ModelFileTarget : public AuditTarget {
 // equals `old` (a tensor: same dtype, sizes and values).
 std::string state_change(const std::string& name, const c10::IValue& old, const c10::IValue& now);
 
+// What the incremental path needs of a model's signature: one perturbed input with time at
+// dimension 1 (step(x, state): x [B, n] ids or [B, n, C] features); "" when it has that, else the
+// one line saying what it has instead.
+std::string incremental_signature_missing(const ModelSignature& signature);
+
 // The format of the file at `path` by its content: "torchscript", "torch.export", or "" when it
 // is neither (open_model_file then says what it is).
 std::string model_file_format(const std::string& path);

@@ -28,6 +28,15 @@ std::string value_str(const c10::IValue& v) {
 
 }  // namespace
 
+std::string incremental_signature_missing(const ModelSignature& signature) {
+  const auto& b = signature.bindings();
+  if (b.size() != 1 || !b[0].perturbed() || signature.time_axis() != 1 || !signature.canonical().vocab_slots.empty())
+    return fmt::format("--incremental takes one perturbed input with time at dimension 1 (step(x, state): x [B, n] ids "
+                       "or [B, n, C] features), got {}",
+                       signature.describe_inputs());
+  return {};
+}
+
 std::string state_change(const std::string& name, const c10::IValue& old, const c10::IValue& now) {
   const bool same = old.isTensor() ? now.isTensor() && now.toTensor().sizes() == old.toTensor().sizes() &&
                                          now.toTensor().scalar_type() == old.toTensor().scalar_type() &&

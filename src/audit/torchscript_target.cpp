@@ -243,12 +243,7 @@ std::pair<torch::jit::Module, std::string> owner_of(const torch::jit::Module& ro
 
 std::string TorchScriptTarget::incremental_missing() {
   if (auto why = check_incremental_api(*module_); !why.empty()) return why;
-  const auto& b = signature_.bindings();
-  if (b.size() != 1 || !b[0].perturbed() || signature_.time_axis() != 1 || !signature_.canonical().vocab_slots.empty())
-    return fmt::format("--incremental takes one perturbed input with time at dimension 1 (step(x, state): x [B, n] ids "
-                       "or [B, n, C] features), got {}",
-                       signature_.describe_inputs());
-  return {};
+  return incremental_signature_missing(signature_);
 }
 
 namespace {

@@ -234,12 +234,7 @@ class PyModuleTarget : public ModelFileTarget {
   std::string incremental_missing() override {
     const std::string missing = guarded([&] { return adapter_.attr("incremental_missing")().cast<std::string>(); });
     if (!missing.empty()) return missing;
-    const auto& b = signature_.bindings();
-    if (b.size() != 1 || !b[0].perturbed() || signature_.time_axis() != 1 || !signature_.canonical().vocab_slots.empty())
-      return fmt::format("--incremental takes one perturbed input with time at dimension 1 (step(x, state): x [B, n] ids "
-                         "or [B, n, C] features), got {}",
-                         signature_.describe_inputs());
-    return {};
+    return incremental_signature_missing(signature_);
   }
   std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override {
     if (auto why = incremental_missing(); !why.empty()) throw InputError(fmt::format("{}: {}", describe(), why));
