@@ -14,10 +14,6 @@
 namespace grassaudit {
 namespace {
 
-std::string precision_of(const RunRecord& r) {
-  return r.provenance ? r.provenance->precision : std::string("fp32");
-}
-
 std::string cpu_of(const RunRecord& r) {
   return r.provenance && !r.provenance->cpu.empty() ? r.provenance->cpu : std::string("not recorded");
 }
@@ -49,7 +45,7 @@ using SettingKey = std::tuple<std::string, std::string, long long, long long, lo
 
 SettingKey setting_key(const RunRecord& r) {
   return {r.tokenizer,         r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1),
-          r.d_model.value_or(-1), r.norm, precision_of(r),        r.patience,
+          r.d_model.value_or(-1), r.norm, precision_label(r),        r.patience,
           r.seed.value_or(-1)};
 }
 
@@ -136,7 +132,7 @@ std::string differences_paragraph(const Published& pub, const BestEpochPair& p) 
       "precision {} on {}. The reproductions differ among themselves in tokenizer, normalisation "
       "and epochs (the table above, column \"not comparable because\").",
       a.epochs_planned ? std::to_string(*a.epochs_planned) : std::string("?"), a.patience,
-      fmt_epochs(pub.epochs), a.patience, precision_of(a), cpu_of(a));
+      fmt_epochs(pub.epochs), a.patience, precision_label(a), cpu_of(a));
   return out;
 }
 
@@ -186,7 +182,7 @@ std::string render_best_epoch_section(const Published& pub, const std::vector<Ru
               "best epoch", "best validation ppl", "test ppl", "audit"};
   for (const RunRecord* r : selected) {
     t.rows.push_back({r->name, mixer_label(*r), pairing_label(*r),
-                      precision_of(*r) + ", " + cpu_of(*r), budget_label(*r), stop_words(*r),
+                      precision_label(*r) + ", " + cpu_of(*r), budget_label(*r), stop_words(*r),
                       best_epoch_cell(*r), valid_ppl_cell(*r), test_ppl_cell(*r), audit_label(*r)});
   }
   md += t.render() + "\n";

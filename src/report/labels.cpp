@@ -56,6 +56,10 @@ std::string budget_label(const RunRecord& run) {
   return out.empty() ? "?" : out;
 }
 
+std::string precision_label(const RunRecord& run) {
+  return run.provenance ? run.provenance->precision : std::string("fp32");
+}
+
 std::string audit_label(const RunRecord& run) {
   switch (standing_of(run)) {
     case Standing::kValid: {

@@ -162,10 +162,6 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
 using PairKey = std::tuple<std::string, std::string, long long, long long, long long, std::string,
                            std::string, long long>;
 
-std::string precision_of(const RunRecord& r) {
-  return r.provenance ? r.provenance->precision : std::string("fp32");
-}
-
 const SeedGroup* best_of(const std::vector<const SeedGroup*>& groups) {
   const SeedGroup* best = nullptr;
   for (const auto* g : groups) {
@@ -203,7 +199,7 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     if (g.standing != Standing::kValid) continue;
     const RunRecord& r = g.first();
     PairKey key{r.tokenizer,         r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1),
-                r.d_model.value_or(-1), r.norm,    precision_of(r),        r.patience};
+                r.d_model.value_or(-1), r.norm,    precision_label(r),        r.patience};
     if (r.family == Family::kAttention) {
       pairs[key].first.push_back(&g);
     } else if (r.pairing == Pairing::kPast) {
@@ -226,7 +222,7 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
                   or_dash(a.layers) + " layers";
     if (a.d_model) row.setting += ", d_model " + std::to_string(*a.d_model);
     if (a.norm == "pre") row.setting += ", pre-norm";
-    if (precision_of(a) != "fp32") row.setting += ", " + precision_of(a);
+    if (precision_label(a) != "fp32") row.setting += ", " + precision_label(a);
     if (a.patience > 0) {
       row.setting += ", to the best epoch (patience " + std::to_string(a.patience) + ")";
     }
