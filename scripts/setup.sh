@@ -24,10 +24,13 @@ COMMON=(
   libutf8proc-dev         # Unicode NFD / case folding for the WordPiece tokenizer
   zlib1g-dev              # gzip readers (SNLI)
   gnuplot-nox
+  libonnx-dev             # the ONNX schema (onnx.proto compiled) for reading .onnx files
+  libonnx-testdata        # ONNX's own backend tests: the ONNX reader's conformance suite
 )
 case "$RELEASE" in
   12) CLANG=(clang-14 libclang-rt-14-dev) ;;   # libFuzzer targets (scripts/fuzz)
-  13) CLANG=(clang libclang-rt-dev) ;;
+  13) CLANG=(clang libclang-rt-dev
+             python3-onnx python3-onnxruntime) ;;  # reference/ only: ONNX fixtures and their reference outputs
   *)  CLANG=(clang libclang-rt-dev)
       [ "${1:-}" = --print-packages ] || \
         echo "setup: Debian release '${RELEASE:-unknown}' is not one of the tested 12, 13; using Debian 13's package names" >&2 ;;

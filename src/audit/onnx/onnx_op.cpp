@@ -1,0 +1,142 @@
+#include "audit/onnx/onnx_op.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include "audit/onnx/onnx_tensor.h"
+#include "util/error.h"
+
+namespace grassaudit::onnx_rt {
+
+OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
+                     SubgraphRunner run_subgraph)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), float64_(float64), run_subgraph_(std::move(run_subgraph)) {}
+
+const std::string& OpContext::op_type() const { return node_.op_type(); }
+
+int OpContext::num_outputs() const { return node_.output_size(); }
+
+const at::Tensor& OpContext::required(size_t i) const {
+  if (i >= inputs_.size() || !inputs_[i].defined()) fail(fmt::format("input {} is required but absent", i));
+  return inputs_[i];
+}
+
+at::ScalarType OpContext::float_type() const { return float64_ ? at::kDouble : at::kFloat; }
+
+at::ScalarType OpContext::promote(at::ScalarType t) const { return float64_ && t == at::kFloat ? at::kDouble : t; }
+
+const onnx::AttributeProto* OpContext::attr(const char* name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool OpContext::has(const char* name) const { return attr(name) != nullptr; }
+
+namespace {
+
+const char* type_name(int t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    default: return "another type";
+  }
+}
+
+}  // namespace
+
+#define GRASSAUDIT_ATTR(NAME, TYPE)                                                                         \
+  const onnx::AttributeProto* a = attr(NAME);                                                             \
+  if (a && a->type() != onnx::AttributeProto::TYPE && a->type() != onnx::AttributeProto::UNDEFINED)       \
+    fail(fmt::format("attribute '{}' is {}, expected " #TYPE, NAME, type_name(a->type())));
+
+int64_t OpContext::attr_int(const char* name, int64_t def) const {
+  GRASSAUDIT_ATTR(name, INT)
+  return a ? a->i() : def;
+}
+
+float OpContext::attr_float(const char* name, float def) const {
+  GRASSAUDIT_ATTR(name, FLOAT)
+  return a ? a->f() : def;
+}
+
+std::string OpContext::attr_string(const char* name, const std::string& def) const {
+  GRASSAUDIT_ATTR(name, STRING)
+  return a ? a->s() : def;
+}
+
+std::vector<int64_t> OpContext::attr_ints(const char* name) const {
+  GRASSAUDIT_ATTR(name, INTS)
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+}
+
+std::vector<float> OpContext::attr_floats(const char* name) const {
+  GRASSAUDIT_ATTR(name, FLOATS)
+  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>{};
+}
+
+std::vector<std::string> OpContext::attr_strings(const char* name) const {
+  GRASSAUDIT_ATTR(name, STRINGS)
+  return a ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : std::vector<std::string>{};
+}
+
+at::Tensor OpContext::attr_tensor(const char* name) const {
+  GRASSAUDIT_ATTR(name, TENSOR)
+  if (!a) return {};
+  at::Tensor t = tensor_from_proto(a->t(), "", [&](const std::string& why) { fail(why); });
+  return float64_ && t.scalar_type() == at::kFloat ? t.to(at::kDouble) : t;
+}
+
+#undef GRASSAUDIT_ATTR
+
+std::vector<at::Tensor> OpContext::run_subgraph(const char* name, const std::vector<at::Tensor>& inputs) const {
+  const onnx::AttributeProto* a = attr(name);
+  if (!a || a->type() != onnx::AttributeProto::GRAPH) fail(fmt::format("needs the graph attribute '{}'", name));
+  return run_subgraph_(*a, inputs);
+}
+
+void OpContext::fail(const std::string& why) const {
+  throw InputError(fmt::format("ONNX node '{}' ({}{}): {}", node_.name(), node_.domain().empty() ? "" : node_.domain() + ".",
+                               node_.op_type(), why));
+}
+
+std::vector<int64_t> to_ints(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kLong).contiguous().reshape({-1});
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+int64_t norm_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    ctx.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+at::ScalarType onnx_dtype(const OpContext& ctx, int64_t code) {
+  std::string why;
+  const auto t = scalar_type_of(code, &why);
+  if (!t) ctx.fail(why);
+  return *t;
+}
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    add_elementwise_ops(t);
+    add_tensor_ops(t);
+    add_nn_ops(t);
+    add_rnn_ops(t);
+    add_control_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace grassaudit::onnx_rt

@@ -1,0 +1,100 @@
+#pragma once
+// One ONNX node as an op implementation sees it: its inputs as ATen tensors, its attributes, the
+// opset the model imports, and whether the run is the audit's float64 re-run. An op is a plain
+// function from this context to the node's outputs; each onnx_ops_*.cpp file adds its family of
+// ops to the table (onnx_op_table.cpp puts them together), so a new op is one function and one
+// line in its family's list.
+//
+// Semantics follow the ONNX operator spec (onnx/defs, docs/Operators.md) for every opset from 13
+// to the newest this libonnx knows; where an opset changed an op (an attribute that became an
+// input), the op reads both forms.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+}  // namespace onnx
+
+namespace grassaudit::onnx_rt {
+
+class OpContext {
+ public:
+  // Runs the graph attribute `attr` (If's branches, Loop's and Scan's bodies) on `inputs` (the
+  // sub-graph's inputs in order); names of the enclosing graphs are visible inside, as ONNX says.
+  using SubgraphRunner =
+      std::function<std::vector<at::Tensor>(const onnx::AttributeProto& attr, const std::vector<at::Tensor>& inputs)>;
+
+  OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
+            SubgraphRunner run_subgraph);
+
+  const onnx::NodeProto& node() const { return node_; }
+  const std::string& op_type() const;
+  int64_t opset() const { return opset_; }
+  // The inputs in order; an undefined tensor for an omitted optional input ("" name, or fewer
+  // inputs than the op's list).
+  const std::vector<at::Tensor>& inputs() const { return inputs_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  // Input i, or an undefined tensor when i is past the end or omitted.
+  at::Tensor input(size_t i) const { return i < inputs_.size() ? inputs_[i] : at::Tensor(); }
+  // Input i, which the op requires: fail() names it when absent.
+  const at::Tensor& required(size_t i) const;
+  // How many outputs the node names (trailing optional outputs may be absent).
+  int num_outputs() const;
+  // The float type a float32 the op creates from attributes (Cast to FLOAT, a Constant, a
+  // ConstantOfShape value, a float Range) has in this run: float64 in the audit's float64 re-run.
+  bool float64() const { return float64_; }
+  at::ScalarType float_type() const;
+  // dtype promoted the same way: kFloat reads as kDouble in a float64 run.
+  at::ScalarType promote(at::ScalarType t) const;
+
+  // Attributes (defaults when absent; fail() when present with another type).
+  bool has(const char* name) const;
+  int64_t attr_int(const char* name, int64_t def) const;
+  float attr_float(const char* name, float def) const;
+  std::string attr_string(const char* name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const char* name) const;  // empty when absent
+  std::vector<float> attr_floats(const char* name) const;
+  std::vector<std::string> attr_strings(const char* name) const;
+  at::Tensor attr_tensor(const char* name) const;  // undefined when absent; float32 promoted
+  const onnx::AttributeProto* attr(const char* name) const;  // nullptr when absent
+  // Runs the sub-graph held by attribute `name` (required).
+  std::vector<at::Tensor> run_subgraph(const char* name, const std::vector<at::Tensor>& inputs) const;
+
+  // InputError, one line naming the node (its name or index, op type) and `why`.
+  [[noreturn]] void fail(const std::string& why) const;
+
+ private:
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::vector<at::Tensor> inputs_;
+  bool float64_;
+  SubgraphRunner run_subgraph_;
+};
+
+using OpFn = std::vector<at::Tensor> (*)(OpContext&);
+using OpTable = std::unordered_map<std::string, OpFn>;
+
+// The families (one file each); the table of every op the interpreter runs (default domain "").
+void add_elementwise_ops(OpTable& table);  // onnx_ops_elementwise.cpp: math, logic, activations
+void add_tensor_ops(OpTable& table);       // onnx_ops_tensor.cpp: shape, gather/scatter, slicing, casts
+void add_nn_ops(OpTable& table);           // onnx_ops_nn.cpp: MatMul, Gemm, Conv, norms, softmax, reductions
+void add_rnn_ops(OpTable& table);          // onnx_ops_rnn.cpp: LSTM, GRU, RNN
+void add_control_ops(OpTable& table);      // onnx_ops_control.cpp: If, Loop, Scan
+const OpTable& op_table();
+
+// Helpers the families share.
+// The ints of a 1-D (or 0-D) integer tensor input (shapes, axes, pads).
+std::vector<int64_t> to_ints(const at::Tensor& t);
+// An axis in [-rank, rank) made non-negative; fail() when out of range.
+int64_t norm_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+// ONNX's TensorProto.DataType code as an ATen type; fail() for types LibTorch lacks (uint16/32/64,
+// string, complex).
+at::ScalarType onnx_dtype(const OpContext& ctx, int64_t code);
+
+}  // namespace grassaudit::onnx_rt
