@@ -24,53 +24,48 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "audit/graph_program.h"
+
 namespace grassaudit {
 
-// A user input of the exported forward.
-struct ExportedInput {
-  std::string name;
-  at::ScalarType dtype = at::kFloat;
-  // Per dimension: the exported size when static, nullopt when symbolic.
-  std::vector<std::optional<int64_t>> sizes;
-  // Per dimension: the symbol's range when symbolic ({min, max}; max -1: unbounded).
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-};
+using ExportedInput = GraphInput;
 
-class ExportedProgram {
+class ExportedProgram : public GraphProgram {
  public:
   // InputError, one line (without the path), on anything it cannot read: a damaged archive, an
   // archive version or schema it does not read, a missing weight, an unknown argument kind, an
   // op this LibTorch lacks (named, with the file's producer version).
   static std::unique_ptr<ExportedProgram> load(const std::string& path);
-  ~ExportedProgram();
+  ~ExportedProgram() override;
 
-  const std::vector<ExportedInput>& inputs() const;
+  const std::vector<ExportedInput>& inputs() const override;
   // "PyTorch 2.6.0+debian, schema 8.2, flat layout" for messages and notes.
-  std::string describe() const;
+  std::string describe() const override;
+  std::string noun() const override { return "an ExportedProgram"; }
   // Runs the graph on the user inputs (in inputs() order); the user outputs come back in the
   // structure the exported forward returned (tensor, tuple, list or dict with string keys).
   // Buffer mutations the graph records are written to the buffers. InputError on a failing op or
   // runtime assert (one line naming the node).
-  c10::IValue run(const std::vector<at::Tensor>& user_inputs);
+  c10::IValue run(const std::vector<at::Tensor>& user_inputs) override;
 
   // The tensors the graph reads besides its inputs, by name (parameters, buffers, constants):
   // the target converts them (to_dtype), jitters them, hashes them, redraws them.
-  std::vector<std::pair<std::string, at::Tensor>>& parameters();
-  std::vector<std::pair<std::string, at::Tensor>>& buffers();
-  std::vector<std::pair<std::string, at::Tensor>>& constants();
+  NamedTensors& parameters() override;
+  NamedTensors& buffers() override;
+  NamedTensors& constants() override;
   // The graph's float32 dtype arguments read as float64 (the float64 re-run of an export that
   // casts to float32 on its way); returns how many arguments that changes.
-  int promote_dtype_arguments(bool on);
+  int promote_dtype_arguments(bool on) override;
   // The first node that draws random numbers (dropout with a train flag that is not the constant
   // false, rand*, bernoulli, ...), "" when none does.
-  std::string first_random_node() const;
+  std::string first_random_node() const override;
   // Whether a run changes buffers (the graph's buffer mutations).
   bool mutates_buffers() const;
   // Whether part of the graph runs with gradients switched off (torch.no_grad() regions:
   // wrap_with_set_grad_enabled(False, ...)): no gradient crosses them.
-  bool has_no_grad_region() const;
+  bool has_no_grad_region() const override;
   // The node targets, in graph order, unique (the census of the README).
-  std::vector<std::string> op_census() const;
+  std::vector<std::string> op_census() const override;
 
  private:
   ExportedProgram();

@@ -1,9 +1,297 @@
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <numeric>
+
 #include "audit/onnx/onnx_op.h"
 
-#include <ATen/ATen.h>
-
+// Matrix products, convolutions, normalisations, softmax and reductions.
 namespace grassaudit::onnx_rt {
 
-void add_nn_ops(OpTable& table) { (void)table; }
+namespace {
+
+using Ts = std::vector<at::Tensor>;
+
+Ts one(at::Tensor t) { return {std::move(t)}; }
+
+Ts op_matmul(OpContext& c) { return one(at::matmul(c.required(0), c.required(1))); }
+
+Ts op_gemm(OpContext& c) {
+  // A [M, K] (or [K, M] with transA), B [K, N] (or [N, K]), C broadcast to [M, N]
+  at::Tensor a = c.required(0), b = c.required(1);
+  if (c.attr_int("transA", 0)) a = a.t();
+  if (c.attr_int("transB", 0)) b = b.t();
+  const double alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  at::Tensor y = at::matmul(a, b);
+  if (alpha != 1.0) y = y * alpha;
+  if (c.input(2).defined() && beta != 0.0) y = y + (beta == 1.0 ? c.input(2) : c.input(2) * beta);
+  return one(y.to(a.scalar_type()));
+}
+
+Ts op_einsum(OpContext& c) {
+  std::vector<at::Tensor> xs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.required(i));
+  std::string eq = c.attr_string("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  return one(at::einsum(eq, xs));
+}
+
+// Convolution geometry: kernel, strides, dilations, and explicit begin/end pads from pads or
+// auto_pad (SAME_UPPER puts the odd pad at the end, SAME_LOWER at the beginning).
+struct ConvGeometry {
+  std::vector<int64_t> stride, dilation, begin, end;
+};
+
+ConvGeometry conv_geometry(OpContext& c, const at::Tensor& x, const std::vector<int64_t>& kernel, bool transposed) {
+  const size_t n = kernel.size();
+  ConvGeometry g;
+  g.stride = c.attr_ints("strides");
+  g.dilation = c.attr_ints("dilations");
+  if (g.stride.empty()) g.stride.assign(n, 1);
+  if (g.dilation.empty()) g.dilation.assign(n, 1);
+  const std::vector<int64_t> pads = c.attr_ints("pads");
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  g.begin.assign(n, 0);
+  g.end.assign(n, 0);
+  if (g.stride.size() != n || g.dilation.size() != n) c.fail("strides or dilations do not match the kernel's rank");
+  if (auto_pad == "NOTSET") {
+    if (!pads.empty()) {
+      if (pads.size() != 2 * n) c.fail(fmt::format("{} pads for a {}-D kernel", pads.size(), n));
+      for (size_t i = 0; i < n; ++i) {
+        g.begin[i] = pads[i];
+        g.end[i] = pads[i + n];
+      }
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t in = x.size(2 + i);
+      int64_t total;
+      if (transposed) {
+        total = std::max<int64_t>(0, g.stride[i] * (in - 1) + ((kernel[i] - 1) * g.dilation[i] + 1) - in * g.stride[i]);
+      } else {
+        const int64_t out = (in + g.stride[i] - 1) / g.stride[i];
+        total = std::max<int64_t>(0, (out - 1) * g.stride[i] + (kernel[i] - 1) * g.dilation[i] + 1 - in);
+      }
+      const int64_t small = total / 2, big = total - small;
+      g.begin[i] = auto_pad == "SAME_UPPER" ? small : big;
+      g.end[i] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "VALID") {
+    c.fail(fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
+  }
+  return g;
+}
+
+Ts op_conv(OpContext& c) {
+  // X [N, C, spatial...], W [M, C/group, kernel...], B [M]
+  const at::Tensor &x = c.required(0), &w = c.required(1);
+  const at::Tensor b = c.input(2);
+  std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
+  if (kernel.empty() || kernel.size() > 3) c.fail(fmt::format("a {}-D convolution", kernel.size()));
+  const ConvGeometry g = conv_geometry(c, x, kernel, false);
+  const int64_t groups = c.attr_int("group", 1);
+  bool symmetric = true;
+  for (size_t i = 0; i < kernel.size(); ++i) symmetric = symmetric && g.begin[i] == g.end[i];
+  at::Tensor in = x;
+  std::vector<int64_t> padding(kernel.size(), 0);
+  if (symmetric) padding = g.begin;
+  else {
+    std::vector<int64_t> p;
+    for (size_t i = kernel.size(); i-- > 0;) {
+      p.push_back(g.begin[i]);
+      p.push_back(g.end[i]);
+    }
+    in = at::constant_pad_nd(x, p, 0);
+  }
+  return one(at::convolution(in, w, b, g.stride, padding, g.dilation, false, std::vector<int64_t>(kernel.size(), 0), groups));
+}
+
+Ts op_conv_transpose(OpContext& c) {
+  // X [N, C, spatial...], W [C, M/group, kernel...], B [M]
+  const at::Tensor &x = c.required(0), &w = c.required(1);
+  const at::Tensor b = c.input(2);
+  std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
+  const size_t n = kernel.size();
+  if (n == 0 || n > 3) c.fail(fmt::format("a {}-D transposed convolution", n));
+  ConvGeometry g = conv_geometry(c, x, kernel, true);
+  const int64_t groups = c.attr_int("group", 1);
+  std::vector<int64_t> out_pad = c.attr_ints("output_padding");
+  if (out_pad.empty()) out_pad.assign(n, 0);
+  const std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+  if (!out_shape.empty()) {
+    // total padding from the requested output size; the odd unit at the end unless SAME_LOWER
+    const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t want = out_shape[out_shape.size() - n + i];
+      const int64_t total = g.stride[i] * (x.size(2 + i) - 1) + out_pad[i] + ((kernel[i] - 1) * g.dilation[i] + 1) - want;
+      const int64_t small = total / 2, big = total - small;
+      g.begin[i] = auto_pad == "SAME_LOWER" ? big : small;
+      g.end[i] = auto_pad == "SAME_LOWER" ? small : big;
+    }
+  }
+  // Full transposed convolution with no padding, then crop begin/end (negative: pad).
+  at::Tensor y = at::convolution(x, w, b, g.stride, std::vector<int64_t>(n, 0), g.dilation, true,
+                                 std::vector<int64_t>(n, 0), groups);
+  std::vector<int64_t> p;
+  for (size_t i = n; i-- > 0;) {
+    p.push_back(-g.begin[i]);
+    p.push_back(-g.end[i] + out_pad[i]);
+  }
+  y = at::constant_pad_nd(y, p, 0);
+  if (b.defined()) {
+    // output_padding cells past the full convolution still get the bias
+    bool extra = false;
+    for (int64_t o : out_pad) extra = extra || o > 0;
+    if (extra) {
+      std::vector<int64_t> bshape(y.dim(), 1);
+      bshape[1] = b.size(0);
+      at::Tensor full = at::convolution(x, w, {}, g.stride, std::vector<int64_t>(n, 0), g.dilation, true,
+                                        std::vector<int64_t>(n, 0), groups);
+      full = at::constant_pad_nd(full, p, 0);
+      y = full + b.reshape(bshape);
+    }
+  }
+  return one(y);
+}
+
+// Before opset 13 the input is seen as 2-D, [prod(dims before axis), prod(dims from axis)], and
+// the softmax runs over the second dimension (axis defaults to 1).
+at::Tensor coerced(OpContext& c, const at::Tensor& x, int64_t* axis) {
+  if (c.opset() >= 13) {
+    *axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+    return x;
+  }
+  const int64_t a = norm_axis(c, c.attr_int("axis", 1), std::max<int64_t>(x.dim(), 1));
+  int64_t outer = 1;
+  for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
+  *axis = 1;
+  return x.reshape({outer, -1});
+}
+
+Ts softmax_like(OpContext& c, bool log) {
+  const at::Tensor& x = c.required(0);
+  int64_t axis = 0;
+  const at::Tensor y = coerced(c, x, &axis);
+  return one((log ? at::log_softmax(y, axis) : at::softmax(y, axis)).reshape(x.sizes()));
+}
+Ts op_softmax(OpContext& c) { return softmax_like(c, false); }
+Ts op_log_softmax(OpContext& c) { return softmax_like(c, true); }
+
+Ts op_hardmax(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  int64_t axis = 0;
+  const at::Tensor y = coerced(c, x, &axis);
+  return one(at::one_hot(at::argmax(y, axis), y.size(axis)).movedim(-1, axis).to(x.scalar_type()).reshape(x.sizes()));
+}
+
+Ts op_layer_norm(OpContext& c) {
+  // X [..., normalised dims from axis], Scale and B broadcast over them
+  const at::Tensor& x = c.required(0);
+  const at::Tensor& scale = c.required(1);
+  const at::Tensor bias = c.input(2);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const double eps = c.attr_float("epsilon", 1e-5f);
+  std::vector<int64_t> dims;
+  for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
+  const at::Tensor xs = x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);  // stash_type float32 or wider
+  const at::Tensor mean = xs.mean(dims, true);
+  const at::Tensor var = (xs - mean).pow(2).mean(dims, true);
+  const at::Tensor inv = at::rsqrt(var + eps);
+  at::Tensor y = ((xs - mean) * inv).to(x.scalar_type()) * scale;
+  if (bias.defined()) y = y + bias;
+  return {y, mean, inv};
+}
+
+Ts op_batch_norm(OpContext& c) {
+  // X [N, C, ...]; scale, B, mean, var [C]
+  const at::Tensor& x = c.required(0);
+  const at::Tensor &scale = c.required(1), &bias = c.required(2), &mean = c.required(3), &var = c.required(4);
+  const double eps = c.attr_float("epsilon", 1e-5f), momentum = c.attr_float("momentum", 0.9f);
+  if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.fail("spatial=0 (statistics per position) is not read");
+  std::vector<int64_t> shape(x.dim(), 1);
+  if (x.dim() >= 2) shape[1] = x.size(1);
+  if (c.attr_int("training_mode", 0)) {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (d != 1) dims.push_back(d);
+    const at::Tensor m = x.mean(dims), v = x.var(dims, /*unbiased=*/false);
+    const at::Tensor y = (x - m.reshape(shape)) * at::rsqrt(v.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape);
+    return {y, mean * momentum + m * (1 - momentum), var * momentum + v * (1 - momentum)};
+  }
+  const at::Tensor y = (x - mean.reshape(shape)) * at::rsqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape);
+  return one(y);
+}
+
+Ts op_instance_norm(OpContext& c) {
+  const at::Tensor &x = c.required(0), &scale = c.required(1), &bias = c.required(2);
+  const double eps = c.attr_float("epsilon", 1e-5f);
+  std::vector<int64_t> dims, shape(x.dim(), 1);
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  shape[1] = x.size(1);
+  const at::Tensor m = x.mean(dims, true), v = (x - m).pow(2).mean(dims, true);
+  return one((x - m) * at::rsqrt(v + eps) * scale.reshape(shape) + bias.reshape(shape));
+}
+
+Ts op_global_average_pool(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  std::vector<int64_t> dims;
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return one(x.mean(dims, true));
+}
+
+Ts op_global_max_pool(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  std::vector<int64_t> dims;
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return one(x.amax(dims, true));
+}
+
+// Reductions: axes from the input (opset 18 on, and ReduceSum from 13) or the attribute; none
+// given: every axis, unless noop_with_empty_axes.
+template <int Kind>
+Ts reduce(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  std::vector<int64_t> axes = c.input(1).defined() ? to_ints(c.input(1)) : c.attr_ints("axes");
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (c.attr_int("noop_with_empty_axes", 0)) return one(x);
+    for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
+  }
+  for (auto& a : axes) a = norm_axis(c, a, x.dim());
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (x.dim() == 0) return one(x);
+  switch (Kind) {
+    case 0: return one(x.sum(axes, keep).to(x.scalar_type()));
+    case 1: return one(x.mean(axes, keep));
+    case 2: return one(x.numel() ? x.amax(axes, keep) : at::full({}, -INFINITY, x.options()));
+    case 3: return one(x.numel() ? x.amin(axes, keep) : at::full({}, INFINITY, x.options()));
+    case 4: {
+      at::Tensor y = x;
+      for (auto it = axes.rbegin(); it != axes.rend(); ++it) y = y.prod(*it, keep);
+      return one(y);
+    }
+    case 5: return one(x.abs().sum(axes, keep).to(x.scalar_type()));
+    case 6: return one(x.to(at::isFloatingType(x.scalar_type()) ? x.scalar_type() : at::kDouble).pow(2).sum(axes, keep).sqrt().to(x.scalar_type()));
+    case 7: return one(x.sum(axes, keep).log());
+    case 8: return one(at::logsumexp(x, axes, keep));
+    case 9: return one((x * x).sum(axes, keep).to(x.scalar_type()));
+  }
+  return one(x);
+}
+
+}  // namespace
+
+void add_nn_ops(OpTable& t) {
+  t["MatMul"] = op_matmul; t["Gemm"] = op_gemm; t["Einsum"] = op_einsum; t["Conv"] = op_conv;
+  t["ConvTranspose"] = op_conv_transpose; t["Softmax"] = op_softmax; t["LogSoftmax"] = op_log_softmax;
+  t["Hardmax"] = op_hardmax; t["LayerNormalization"] = op_layer_norm; t["BatchNormalization"] = op_batch_norm;
+  t["InstanceNormalization"] = op_instance_norm; t["GlobalAveragePool"] = op_global_average_pool;
+  t["GlobalMaxPool"] = op_global_max_pool;
+  t["ReduceSum"] = reduce<0>; t["ReduceMean"] = reduce<1>; t["ReduceMax"] = reduce<2>; t["ReduceMin"] = reduce<3>;
+  t["ReduceProd"] = reduce<4>; t["ReduceL1"] = reduce<5>; t["ReduceL2"] = reduce<6>; t["ReduceLogSum"] = reduce<7>;
+  t["ReduceLogSumExp"] = reduce<8>; t["ReduceSumSquare"] = reduce<9>;
+}
 
 }  // namespace grassaudit::onnx_rt

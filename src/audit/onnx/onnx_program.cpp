@@ -1,0 +1,369 @@
+#include "audit/onnx/onnx_program.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "audit/onnx/onnx_op.h"
+#include "audit/onnx/onnx_tensor.h"
+#include "util/error.h"
+
+namespace grassaudit::onnx_rt {
+
+namespace {
+
+// Opset 7 brought numpy broadcasting to every elementwise op; the ops whose inputs or attributes
+// changed since (Slice, Pad, Clip, TopK, Softmax's 2-D view) read the form of the model's opset.
+constexpr int64_t kOldestOpset = 7;
+// A model file is read whole; protobuf itself refuses messages over 2 GiB.
+constexpr int64_t kMaxModelBytes = (int64_t{1} << 31) - 1;
+
+bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string node_label(const onnx::NodeProto& n, size_t index) {
+  return fmt::format("node {} '{}' ({}{})", index, n.name(), default_domain(n.domain()) ? "" : n.domain() + ".",
+                     n.op_type());
+}
+
+// The nodes that create float32 from their attributes, which a float64 run reads as float64.
+bool creates_float32(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  for (const auto& a : n.attribute()) {
+    if ((op == "Cast" || op == "EyeLike" || op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
+         op == "RandomUniformLike") &&
+        (a.name() == "to" || a.name() == "dtype") && a.i() == onnx::TensorProto::FLOAT)
+      return true;
+    if ((op == "Constant" || op == "ConstantOfShape") && a.name() == "value" && a.t().data_type() == onnx::TensorProto::FLOAT)
+      return true;
+    if (op == "Constant" && (a.name() == "value_float" || a.name() == "value_floats")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+struct OnnxProgram::Impl {
+  // One graph: the model's, or a sub-graph held by a node's attribute.
+  struct Graph {
+    struct Node {
+      const onnx::NodeProto* proto = nullptr;
+      OpFn fn = nullptr;
+      std::vector<int> in;    // slots; -1: an omitted optional input
+      std::vector<int> out;   // slots; -1: an omitted output
+      std::vector<int> release;  // slots no later node of this graph reads
+      std::string label;
+    };
+    Graph* outer = nullptr;
+    std::unordered_map<std::string, int> slot_of;
+    int nslots = 0;
+    std::vector<int> input_slots;    // the graph's inputs in order (a sub-graph's: what the op passes)
+    std::vector<std::pair<int, size_t>> initializer_slots;  // slot, index into parameters
+    std::vector<std::pair<int, std::string>> captured;      // slots read from the graphs around
+    std::vector<Node> nodes;
+    std::vector<int> output_slots;
+    std::unordered_map<const onnx::AttributeProto*, std::unique_ptr<Graph>> subgraphs;
+  };
+
+  onnx::ModelProto model;
+  std::string model_dir;
+  int64_t opset = 0;
+  std::vector<GraphInput> user_inputs;
+  std::vector<std::string> output_names;
+  NamedTensors parameters, none;
+  Graph root;
+  bool promote = false;
+  std::vector<std::string> census;
+  std::string random_node;
+  int float32_creators = 0;
+
+  [[noreturn]] static void fail(const std::string& why) { throw InputError(why); }
+
+  int define(Graph& g, const std::string& name, const std::string& where) {
+    if (name.empty()) return -1;
+    if (g.slot_of.count(name)) fail(fmt::format("{} defines '{}' a second time", where, name));
+    g.slot_of[name] = g.nslots;
+    return g.nslots++;
+  }
+  // A name read in `g`: its own slot, or a slot that captures it from an enclosing graph.
+  int read(Graph& g, const std::string& name, const std::string& where) {
+    if (name.empty()) return -1;
+    auto it = g.slot_of.find(name);
+    if (it != g.slot_of.end()) return it->second;
+    for (Graph* o = g.outer; o; o = o->outer)
+      if (o->slot_of.count(name)) {
+        const int s = define(g, name, where);
+        g.captured.emplace_back(s, name);
+        return s;
+      }
+    fail(fmt::format("{} reads '{}', which nothing before it defines", where, name));
+  }
+
+  void compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope);
+  void run_graph(const Graph& g, std::vector<at::Tensor>& env, const std::vector<std::vector<at::Tensor>*>& outer_envs,
+                 const std::vector<const Graph*>& outer_graphs) const;
+  std::vector<at::Tensor> call(const Graph& g, const std::vector<at::Tensor>& inputs,
+                               std::vector<std::vector<at::Tensor>*> outer_envs,
+                               std::vector<const Graph*> outer_graphs) const;
+};
+
+void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope) {
+  const std::string where = scope.empty() ? "the graph" : scope;
+  std::set<std::string> init_names;
+  for (const auto& init : gp.initializer()) {
+    const std::string what = fmt::format("{}: initializer '{}'", where, init.name());
+    at::Tensor t = tensor_from_proto(init, model_dir, [&](const std::string& why) { fail(fmt::format("{}: {}", where, why)); });
+    const int s = define(g, init.name(), what);
+    g.initializer_slots.emplace_back(s, parameters.size());
+    parameters.emplace_back(scope.empty() ? init.name() : scope + "/" + init.name(), t);
+    init_names.insert(init.name());
+  }
+  if (gp.sparse_initializer_size())
+    fail(fmt::format("{} has sparse initializers, which this reader does not read", where));
+  for (const auto& in : gp.input()) {
+    if (is_root && init_names.count(in.name())) continue;  // an initializer listed as an input (IR < 4): a weight
+    if (!in.type().has_tensor_type())
+      fail(fmt::format("{}: input '{}' is not a tensor (a sequence, map or optional), which the audit does not feed",
+                       where, in.name()));
+    g.input_slots.push_back(define(g, in.name(), where));
+    if (!is_root) continue;
+    GraphInput u;
+    u.name = in.name();
+    const auto& tt = in.type().tensor_type();
+    std::string why;
+    const auto dt = scalar_type_of(tt.elem_type(), &why);
+    if (!dt) fail(fmt::format("input '{}': {}", in.name(), why));
+    u.dtype = *dt;
+    if (tt.has_shape())
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value()) u.sizes.emplace_back(d.dim_value());
+        else u.sizes.emplace_back(std::nullopt);
+        u.ranges.emplace_back(1, -1);
+      }
+    user_inputs.push_back(u);
+  }
+  const auto& table = op_table();
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& np = gp.node(i);
+    Graph::Node n;
+    n.proto = &np;
+    n.label = (scope.empty() ? "" : scope + ": ") + node_label(np, i);
+    if (!default_domain(np.domain()))
+      fail(fmt::format("{}: domain '{}' is not one this reader runs (it runs the default ONNX domain)", n.label, np.domain()));
+    auto op = table.find(np.op_type());
+    if (op == table.end())
+      fail(fmt::format("{}: op {} (domain ai.onnx, opset {}) is not one this reader runs", n.label, np.op_type(), opset));
+    n.fn = op->second;
+    if (std::find(census.begin(), census.end(), np.op_type()) == census.end()) census.push_back(np.op_type());
+    for (const auto& name : np.input()) n.in.push_back(read(g, name, n.label));
+    for (const auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPHS || a.graphs_size())
+        fail(fmt::format("{}: attribute '{}' holds a list of graphs, which no op this reader runs takes", n.label, a.name()));
+      if (a.type() != onnx::AttributeProto::GRAPH && !a.has_g()) continue;
+      auto sub = std::make_unique<Graph>();
+      sub->outer = &g;
+      compile(*sub, a.g(), false, fmt::format("{} attribute '{}'", n.label, a.name()));
+      g.subgraphs[&a] = std::move(sub);
+    }
+    if (creates_float32(np)) ++float32_creators;
+    if (random_node.empty()) {
+      const std::string& t = np.op_type();
+      const bool random = t == "RandomNormal" || t == "RandomUniform" || t == "RandomNormalLike" ||
+                          t == "RandomUniformLike" || t == "Multinomial" || t == "Bernoulli" ||
+                          (t == "Dropout" && np.input_size() >= 3 && !np.input(2).empty());
+      if (random) random_node = n.label;
+    }
+    for (const auto& name : np.output()) n.out.push_back(define(g, name, n.label));
+    g.nodes.push_back(std::move(n));
+  }
+  for (const auto& out : gp.output()) {
+    g.output_slots.push_back(read(g, out.name(), fmt::format("{} output", where)));
+    if (is_root) output_names.push_back(out.name());
+  }
+  if (g.output_slots.empty()) fail(fmt::format("{} has no outputs", where));
+  // Each slot's last reader releases it, so a long graph holds only what later nodes still need.
+  std::vector<int> last(g.nslots, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int s : g.nodes[i].in)
+      if (s >= 0) last[s] = static_cast<int>(i);
+  for (int s : g.output_slots) last[s] = std::numeric_limits<int>::max();
+  for (const auto& [s, idx] : g.initializer_slots) last[s] = std::numeric_limits<int>::max();
+  for (int s = 0; s < g.nslots; ++s)
+    if (last[s] >= 0 && last[s] < static_cast<int>(g.nodes.size())) g.nodes[last[s]].release.push_back(s);
+}
+
+std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vector<at::Tensor>& inputs,
+                                                std::vector<std::vector<at::Tensor>*> outer_envs,
+                                                std::vector<const Graph*> outer_graphs) const {
+  std::vector<at::Tensor> env(g.nslots);
+  if (inputs.size() > g.input_slots.size())
+    throw InputError(fmt::format("a sub-graph takes {} inputs, the op passes {}", g.input_slots.size(), inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.input_slots[i]] = inputs[i];
+  for (const auto& [s, idx] : g.initializer_slots) env[s] = parameters[idx].second;
+  for (const auto& [s, name] : g.captured)
+    for (size_t k = outer_graphs.size(); k-- > 0;) {
+      auto it = outer_graphs[k]->slot_of.find(name);
+      if (it != outer_graphs[k]->slot_of.end()) {
+        env[s] = (*outer_envs[k])[it->second];
+        break;
+      }
+    }
+  run_graph(g, env, outer_envs, outer_graphs);
+  std::vector<at::Tensor> out;
+  for (int s : g.output_slots) out.push_back(env[s]);
+  return out;
+}
+
+void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
+                                  const std::vector<std::vector<at::Tensor>*>& outer_envs,
+                                  const std::vector<const Graph*>& outer_graphs) const {
+  for (const auto& n : g.nodes) {
+    std::vector<at::Tensor> in;
+    in.reserve(n.in.size());
+    for (int s : n.in) in.push_back(s >= 0 ? env[s] : at::Tensor());
+    OpContext::SubgraphRunner runner;
+    if (!g.subgraphs.empty())
+      runner = [&](const onnx::AttributeProto& a, const std::vector<at::Tensor>& inputs) {
+        auto it = g.subgraphs.find(&a);
+        if (it == g.subgraphs.end()) throw InputError("a sub-graph the reader did not compile");
+        auto envs = outer_envs;
+        auto graphs = outer_graphs;
+        envs.push_back(&env);
+        graphs.push_back(&g);
+        return call(*it->second, inputs, envs, graphs);
+      };
+    OpContext ctx(*n.proto, opset, std::move(in), promote, runner);
+    std::vector<at::Tensor> out;
+    try {
+      out = n.fn(ctx);
+    } catch (const InputError&) {
+      throw;
+    } catch (const c10::Error& e) {
+      throw InputError(fmt::format("{}: {}", n.label, e.what_without_backtrace()));
+    }
+    for (size_t k = 0; k < n.out.size(); ++k) {
+      if (n.out[k] < 0) continue;
+      if (k >= out.size() || !out[k].defined())
+        throw InputError(fmt::format("{}: output {} ('{}') was not computed", n.label, k, n.proto->output(k)));
+      env[n.out[k]] = std::move(out[k]);
+    }
+    for (int s : n.release) env[s] = at::Tensor();
+  }
+}
+
+OnnxProgram::OnnxProgram() : impl_(std::make_unique<Impl>()) {}
+OnnxProgram::~OnnxProgram() = default;
+
+int64_t OnnxProgram::newest_opset() {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = map.find(onnx::ONNX_DOMAIN);
+  return it == map.end() ? kOldestOpset : it->second.second;
+}
+
+std::unique_ptr<OnnxProgram> OnnxProgram::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError("cannot be opened");
+  f.seekg(0, std::ios::end);
+  const int64_t size = f.tellg();
+  if (size < 0 || size > kMaxModelBytes) throw InputError("is over the 2 GiB a protobuf can hold (weights belong in external data)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  f.read(bytes.data(), size);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return from_bytes(bytes, dir.empty() ? "." : dir);
+}
+
+std::unique_ptr<OnnxProgram> OnnxProgram::from_bytes(const std::string& bytes, const std::string& model_dir) {
+  std::unique_ptr<OnnxProgram> p(new OnnxProgram());
+  Impl& m = *p->impl_;
+  m.model_dir = model_dir;
+  if (bytes.size() > static_cast<size_t>(kMaxModelBytes) || !m.model.ParseFromString(bytes))
+    throw InputError("not an ONNX model (the bytes are not a ModelProto: not a protobuf, or a truncated one)");
+  if (!m.model.has_graph() || m.model.graph().node_size() == 0)
+    throw InputError(m.model.has_graph() ? "an ONNX model whose graph has no nodes" : "an ONNX model with no graph");
+  bool found = false;
+  for (const auto& os : m.model.opset_import()) {
+    if (default_domain(os.domain())) {
+      m.opset = os.version();
+      found = true;
+    }
+  }
+  if (!found) throw InputError("an ONNX model that imports no default-domain opset");
+  const int64_t newest = newest_opset();
+  if (m.opset < kOldestOpset || m.opset > newest)
+    throw InputError(fmt::format("opset {} of the default domain is not one this reader runs (it runs {} to {}, the newest "
+                                 "this libonnx knows)",
+                                 m.opset, kOldestOpset, newest));
+  if (m.model.functions_size())
+    for (const auto& n : m.model.graph().node())
+      for (const auto& fn : m.model.functions())
+        if (fn.name() == n.op_type() && fn.domain() == n.domain())
+          throw InputError(fmt::format("node '{}' calls the model-local function {}.{}, which this reader does not inline",
+                                       n.name(), fn.domain(), fn.name()));
+  m.compile(m.root, m.model.graph(), true, "");
+  return p;
+}
+
+const std::vector<GraphInput>& OnnxProgram::inputs() const { return impl_->user_inputs; }
+const std::vector<std::string>& OnnxProgram::output_names() const { return impl_->output_names; }
+GraphProgram::NamedTensors& OnnxProgram::parameters() { return impl_->parameters; }
+GraphProgram::NamedTensors& OnnxProgram::buffers() { return impl_->none; }
+GraphProgram::NamedTensors& OnnxProgram::constants() { return impl_->none; }
+std::string OnnxProgram::first_random_node() const { return impl_->random_node; }
+std::vector<std::string> OnnxProgram::op_census() const { return impl_->census; }
+int64_t OnnxProgram::opset() const { return impl_->opset; }
+
+std::string OnnxProgram::describe() const {
+  const auto& m = impl_->model;
+  std::string producer = m.producer_name().empty() ? "an unknown producer" : m.producer_name();
+  if (!m.producer_version().empty()) producer += " " + m.producer_version();
+  return fmt::format("ONNX IR {}, opset {}, {}", m.ir_version(), impl_->opset, producer);
+}
+
+int OnnxProgram::promote_dtype_arguments(bool on) {
+  impl_->promote = on;
+  return impl_->float32_creators;
+}
+
+std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user_inputs, bool check_declared) {
+  const auto& in = impl_->user_inputs;
+  if (user_inputs.size() != in.size())
+    throw InputError(fmt::format("the graph takes {} inputs, got {}", in.size(), user_inputs.size()));
+  std::vector<at::Tensor> args;
+  for (size_t i = 0; i < in.size(); ++i) {
+    at::Tensor t = user_inputs[i];
+    // Integer ids go in as the graph declares them (int32 or int64); floats keep their precision,
+    // so a float64 run stays float64.
+    if (!at::isFloatingType(in[i].dtype) || !at::isFloatingType(t.scalar_type())) t = t.to(in[i].dtype);
+    if (!check_declared) {
+      args.push_back(t);
+      continue;
+    }
+    if (!in[i].sizes.empty() && static_cast<size_t>(t.dim()) != in[i].sizes.size())
+      throw InputError(fmt::format("input '{}' has rank {} in the graph, got a tensor of rank {}", in[i].name,
+                                   in[i].sizes.size(), t.dim()));
+    for (size_t d = 0; d < in[i].sizes.size(); ++d)
+      if (in[i].sizes[d] && *in[i].sizes[d] != t.size(d))
+        throw InputError(fmt::format("input '{}' has size {} at dimension {} in the graph, got {}", in[i].name,
+                                     *in[i].sizes[d], d, t.size(d)));
+    args.push_back(t);
+  }
+  return impl_->call(impl_->root, args, {}, {});
+}
+
+c10::IValue OnnxProgram::run(const std::vector<at::Tensor>& user_inputs) {
+  std::vector<at::Tensor> out = run_all(user_inputs);
+  if (out.size() == 1) return out[0];
+  c10::Dict<std::string, at::Tensor> dict;
+  for (size_t i = 0; i < out.size(); ++i) dict.insert(impl_->output_names[i], out[i]);
+  return dict;
+}
+
+}  // namespace grassaudit::onnx_rt
