@@ -5,7 +5,10 @@
 
 #include <fstream>
 
+#include <onnx/onnx_pb.h>
+
 #include "audit/exported_program_target.h"
+#include "audit/onnx/onnx_target.h"
 #include "audit/torchscript_target.h"
 #include "audit/zip_reader.h"
 #include "util/atomic_file.h"
@@ -23,7 +26,19 @@ std::string format_of(const std::string& path, std::string* other_zip) {
     std::ifstream f(path, std::ios::binary);
     if (!f || !f.read(magic, 4)) return "";
   }
-  if (std::string(magic, 4) != std::string("PK\x03\x04", 4)) return "";
+  if (std::string(magic, 4) != std::string("PK\x03\x04", 4)) {
+    // An ONNX ModelProto: protobuf writes fields in number order, so a file that starts with
+    // ir_version (field 1, varint: the byte 0x08) is one, damaged or not; a model without
+    // ir_version is one when it parses as a ModelProto with a graph.
+    if (magic[0] == 0x08) return "onnx";
+    const unsigned char b = static_cast<unsigned char>(magic[0]);
+    if ((b & 7) == 2 && (b >> 3) >= 2 && (b >> 3) <= 8) {
+      onnx::ModelProto m;
+      const std::string bytes = read_file(path);
+      if (m.ParseFromString(bytes) && m.has_graph() && m.graph().node_size()) return "onnx";
+    }
+    return "";
+  }
   std::optional<ZipReader> zip;
   try {
     zip = ZipReader::open(path);
@@ -50,10 +65,18 @@ std::string format_of(const std::string& path, std::string* other_zip) {
 std::string model_file_format(const std::string& path) { return format_of(path, nullptr); }
 
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,
-                                                 int64_t time_axis, double feature_scale) {
+                                                 int64_t time_axis, double feature_scale,
+                                                 const StreamingOptions& streaming) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
   std::string other_zip;
   const std::string format = format_of(path, &other_zip);
+  if (format == "onnx") return std::make_unique<OnnxTarget>(path, inputs, time_axis, feature_scale, streaming);
+  if (streaming.active())
+    throw InputError(fmt::format("{}: --state is for streaming ONNX models (this file is {})", path,
+                                 format.empty() ? "not one" : format));
+  for (const auto& b : inputs)
+    if (b.kind == InputBinding::Kind::kConst && format != "torch.export")
+      throw InputError(fmt::format("{}: --input {}: const inputs are for graph files (ONNX, torch.export)", path, b.str()));
   if (format == "torch.export") return std::make_unique<ExportedProgramTarget>(path, inputs, time_axis, feature_scale);
   if (!other_zip.empty())
     throw InputError(fmt::format("{}: a zip file that is neither a torch.export archive nor TorchScript ({}); save the "

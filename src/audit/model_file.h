@@ -8,6 +8,7 @@
 //   torch.export  a zip with serialized_exported_program.json (torch.export.save, PyTorch 2.6
 //                 flat layout), or with archive_format "pt2" and models/*.json (the packaged PT2
 //                 archive of PyTorch 2.8+)
+//   onnx          an ONNX ModelProto (protobuf; torch.onnx.export, tf2onnx, any exporter)
 // Anything else is one line naming what was found (a torch.save file, a zip of something else,
 // not a zip at all).
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
@@ -60,13 +62,24 @@ std::string state_change(const std::string& name, const c10::IValue& old, const 
 // one line saying what it has instead.
 std::string incremental_signature_missing(const ModelSignature& signature);
 
-// The format of the file at `path` by its content: "torchscript", "torch.export", or "" when it
+// --state IN=OUT pairs and --state-init FILE: a streaming ONNX model's state inputs, the outputs
+// that return their next values, and their initial values (zeros when no file).
+struct StreamingOptions {
+  std::vector<std::pair<std::string, std::string>> state;  // input name, output name
+  std::string state_init;                                  // see audit/onnx/streaming_program.h
+  bool active() const { return !state.empty(); }
+  // "IN=OUT" -> the pair; InputError naming the text otherwise.
+  static std::pair<std::string, std::string> parse_pair(const std::string& text);
+};
+
+// The format of the file at `path` by its content: "torchscript", "torch.export", "onnx", or "" when it
 // is neither (open_model_file then says what it is).
 std::string model_file_format(const std::string& path);
 
 // Opens the model at `path`. InputError, one line, when the file is missing, of no format read
 // here, damaged, or its arguments do not take `inputs`.
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,
-                                                 int64_t time_axis = 1, double feature_scale = 1.0);
+                                                 int64_t time_axis = 1, double feature_scale = 1.0,
+                                                 const StreamingOptions& streaming = {});
 
 }  // namespace grassaudit

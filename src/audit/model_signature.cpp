@@ -97,8 +97,21 @@ InputBinding InputBinding::parse(const std::string& text) {
     b.kind = head == "ones" ? Kind::kOnes : Kind::kZeros;
     return b;
   }
+  if (head == "const" && colon != std::string::npos) {
+    b.kind = Kind::kConst;
+    b.value = kind.substr(colon + 1);
+    size_t used = 0;
+    try {
+      (void)std::stod(b.value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (b.value.empty() || used != b.value.size())
+      throw InputError(fmt::format("--input '{}': const:VALUE needs a number", text));
+    return b;
+  }
   if (colon == std::string::npos || (head != "tokens" && head != "features"))
-    throw InputError(fmt::format("--input '{}': KIND must be tokens:V, features:C, ones or zeros ([NAME=]KIND)", text));
+    throw InputError(fmt::format("--input '{}': KIND must be tokens:V, features:C, ones, zeros or const:VALUE ([NAME=]KIND)", text));
   b.kind = head == "tokens" ? Kind::kTokens : Kind::kFeatures;
   b.size = positive(head, kind.substr(colon + 1), text);
   return b;
@@ -108,6 +121,7 @@ std::string InputBinding::str() const {
   std::string k = kind == Kind::kTokens     ? fmt::format("tokens:{}", size)
                   : kind == Kind::kFeatures ? fmt::format("features:{}", size)
                   : kind == Kind::kOnes     ? "ones"
+                  : kind == Kind::kConst    ? "const:" + value
                                             : "zeros";
   return name.empty() ? k : name + "=" + k;
 }
@@ -199,6 +213,10 @@ std::vector<std::pair<std::string, c10::IValue>> ModelSignature::arguments(const
         break;
       case InputBinding::Kind::kOnes: t = at::ones({B, L}, at::kLong); break;
       case InputBinding::Kind::kZeros: t = at::zeros({B, L}, at::kLong); break;
+      case InputBinding::Kind::kConst:
+        t = b.value.find_first_of(".eEnN") == std::string::npos ? at::scalar_tensor(static_cast<int64_t>(std::stoll(b.value)), at::kLong)
+                                                                : at::scalar_tensor(std::stod(b.value), at::kDouble);
+        break;
     }
     out.emplace_back(b.name, t);
   }

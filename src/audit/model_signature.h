@@ -26,11 +26,14 @@
 
 namespace grassaudit {
 
-// One --input value: "[NAME=]KIND", KIND = tokens:V | features:C | ones | zeros.
+// One --input value: "[NAME=]KIND", KIND = tokens:V | features:C | ones | zeros | const:VALUE.
+// const:VALUE is an input that is not time-indexed (a sample rate): a 0-d tensor, int64 when
+// VALUE is an integer, float64 otherwise (a graph format converts it to the type it declares).
 struct InputBinding {
-  enum class Kind { kTokens, kFeatures, kOnes, kZeros } kind = Kind::kTokens;
+  enum class Kind { kTokens, kFeatures, kOnes, kZeros, kConst } kind = Kind::kTokens;
   std::string name;   // as given ("" = the next argument in order), then the argument it binds
-  int64_t size = 0;   // V or C; 0 for ones / zeros
+  int64_t size = 0;   // V or C; 0 for ones / zeros / const
+  std::string value;  // const: VALUE as given
   bool perturbed() const { return kind == Kind::kTokens || kind == Kind::kFeatures; }
   static InputBinding parse(const std::string& text);  // InputError on anything else
   std::string str() const;

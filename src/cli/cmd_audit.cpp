@@ -34,9 +34,11 @@ namespace grassaudit::cli {
 
 namespace {
 const char* kUsage =
-    "usage: grassaudit audit --model FILE.pt --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
-    "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]); one --input per\n"
-    "       forward argument, in order or by NAME; --time-axis K for [B, C, T] layouts; --output PATH for one leaf\n"
+    "usage: grassaudit audit --model FILE --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
+    "       FILE: TorchScript, torch.export (.pt2) or ONNX, read by content\n"
+    "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]) | const:VALUE (a\n"
+    "       scalar, graph files); one --input per forward argument, in order or by NAME; --time-axis K for [B, C, T]\n"
+    "       layouts; --output PATH for one leaf; --state IN=OUT (repeatable) runs a streaming ONNX step chunk by chunk\n"
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
@@ -78,9 +80,15 @@ namespace {
 
 void add_audit_options(po::options_description& desc) {
   desc.add_options()
-      ("model", po::value<std::string>(), "model file: torch.export (.pt2) or TorchScript (forward: ids [B,L] or features [B,L,C])")
+      ("model", po::value<std::string>(), "model file: torch.export (.pt2), ONNX or TorchScript (forward: ids [B,L] or features [B,L,C])")
       ("input", po::value<std::vector<std::string>>()->composing(),
-       "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros")
+       "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros | const:VALUE")
+      ("state", po::value<std::vector<std::string>>()->composing(),
+       "with an ONNX --model: IN=OUT, a state input and the output that returns its next value (repeatable);\n"
+       "the graph is one step, run chunk by chunk with the states carried")
+      ("state-init", po::value<std::string>(),
+       "with --state: the initial states (an ONNX model whose initializers are named after them, or one\n"
+       "TensorProto); default zeros")
       ("time-axis", po::value<int64_t>()->default_value(1),
        "with --model: the dimension of time in every perturbed input and every output (2 for [B, C, T])")
       ("mixer", po::value<std::string>(), "built-in mixer: future | past | attention")
@@ -147,8 +155,16 @@ std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptio
     const double scale = vm["feature-scale"].as<double>();
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
     opt.seq_len = vm["seq-len"].as<int64_t>();
-    return open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale);
+    StreamingOptions streaming;
+    if (vm.count("state"))
+      for (const auto& text : vm["state"].as<std::vector<std::string>>()) streaming.state.push_back(StreamingOptions::parse_pair(text));
+    if (vm.count("state-init")) {
+      if (!streaming.active()) throw InputError("--state-init needs --state IN=OUT");
+      streaming.state_init = vm["state-init"].as<std::string>();
+    }
+    return open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale, streaming);
   }
+  if (vm.count("state") || vm.count("state-init")) throw InputError("--state and --state-init are for an ONNX --model");
   if (!vm["time-axis"].defaulted()) throw InputError("--time-axis is for --model");
   if (vm.count("input")) throw InputError("--input is for --model (built-in models take tokens)");
   LanguageModel model{nullptr};

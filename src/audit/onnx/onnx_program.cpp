@@ -59,6 +59,7 @@ struct OnnxProgram::Impl {
       std::vector<int> in;    // slots; -1: an omitted optional input
       std::vector<int> out;   // slots; -1: an omitted output
       std::vector<int> release;  // slots no later node of this graph reads
+      std::vector<int> captured_by_subgraphs;  // slots the node's sub-graphs read (kept alive until it runs)
       std::string label;
     };
     Graph* outer = nullptr;
@@ -66,7 +67,7 @@ struct OnnxProgram::Impl {
     int nslots = 0;
     std::vector<int> input_slots;    // the graph's inputs in order (a sub-graph's: what the op passes)
     std::vector<std::pair<int, size_t>> initializer_slots;  // slot, index into parameters
-    std::vector<std::pair<int, std::string>> captured;      // slots read from the graphs around
+    std::vector<std::pair<int, int>> captured;  // slot, and the slot in the graph around it that it reads
     std::vector<Node> nodes;
     std::vector<int> output_slots;
     std::unordered_map<const onnx::AttributeProto*, std::unique_ptr<Graph>> subgraphs;
@@ -92,17 +93,22 @@ struct OnnxProgram::Impl {
     g.slot_of[name] = g.nslots;
     return g.nslots++;
   }
-  // A name read in `g`: its own slot, or a slot that captures it from an enclosing graph.
+  // A name read in `g`: its own slot, or a slot that captures it from the graph around g (which
+  // captures it in turn from further out), so each graph's env holds what its sub-graphs read.
   int read(Graph& g, const std::string& name, const std::string& where) {
     if (name.empty()) return -1;
     auto it = g.slot_of.find(name);
     if (it != g.slot_of.end()) return it->second;
-    for (Graph* o = g.outer; o; o = o->outer)
-      if (o->slot_of.count(name)) {
+    if (g.outer) {
+      bool somewhere = false;
+      for (Graph* o = g.outer; o && !somewhere; o = o->outer) somewhere = o->slot_of.count(name) > 0;
+      if (somewhere) {
+        const int outer_slot = read(*g.outer, name, where);
         const int s = define(g, name, where);
-        g.captured.emplace_back(s, name);
+        g.captured.emplace_back(s, outer_slot);
         return s;
       }
+    }
     fail(fmt::format("{} reads '{}', which nothing before it defines", where, name));
   }
 
@@ -170,6 +176,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
       auto sub = std::make_unique<Graph>();
       sub->outer = &g;
       compile(*sub, a.g(), false, fmt::format("{} attribute '{}'", n.label, a.name()));
+      for (const auto& [inner, outer_slot] : sub->captured) n.captured_by_subgraphs.push_back(outer_slot);
       g.subgraphs[&a] = std::move(sub);
     }
     if (creates_float32(np)) ++float32_creators;
@@ -190,9 +197,13 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
   if (g.output_slots.empty()) fail(fmt::format("{} has no outputs", where));
   // Each slot's last reader releases it, so a long graph holds only what later nodes still need.
   std::vector<int> last(g.nslots, -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (int s : g.nodes[i].in)
       if (s >= 0) last[s] = static_cast<int>(i);
+    for (int s : g.nodes[i].captured_by_subgraphs) last[s] = static_cast<int>(i);
+  }
+  // What this graph's own sub-graphs' callers read from it stays for the whole run.
+  for (const auto& [s, outer_slot] : g.captured) last[s] = std::numeric_limits<int>::max();
   for (int s : g.output_slots) last[s] = std::numeric_limits<int>::max();
   for (const auto& [s, idx] : g.initializer_slots) last[s] = std::numeric_limits<int>::max();
   for (int s = 0; s < g.nslots; ++s)
@@ -207,14 +218,7 @@ std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vecto
     throw InputError(fmt::format("a sub-graph takes {} inputs, the op passes {}", g.input_slots.size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) env[g.input_slots[i]] = inputs[i];
   for (const auto& [s, idx] : g.initializer_slots) env[s] = parameters[idx].second;
-  for (const auto& [s, name] : g.captured)
-    for (size_t k = outer_graphs.size(); k-- > 0;) {
-      auto it = outer_graphs[k]->slot_of.find(name);
-      if (it != outer_graphs[k]->slot_of.end()) {
-        env[s] = (*outer_envs[k])[it->second];
-        break;
-      }
-    }
+  for (const auto& [s, outer_slot] : g.captured) env[s] = (*outer_envs.back())[outer_slot];
   run_graph(g, env, outer_envs, outer_graphs);
   std::vector<at::Tensor> out;
   for (int s : g.output_slots) out.push_back(env[s]);
@@ -342,6 +346,13 @@ std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user
     // Integer ids go in as the graph declares them (int32 or int64); floats keep their precision,
     // so a float64 run stays float64.
     if (!at::isFloatingType(in[i].dtype) || !at::isFloatingType(t.scalar_type())) t = t.to(in[i].dtype);
+    // A held scalar (--input NAME=const:V) takes the declared type and a declared [1] shape.
+    if (t.dim() == 0) {
+      t = t.to(in[i].dtype);
+      bool one = true;
+      for (const auto& d : in[i].sizes) one = one && d && *d == 1;
+      if (one && !in[i].sizes.empty()) t = t.reshape(std::vector<int64_t>(in[i].sizes.size(), 1));
+    }
     if (!check_declared) {
       args.push_back(t);
       continue;
