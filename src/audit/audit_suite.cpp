@@ -45,6 +45,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     AuditOptions opt = base;
     std::string model_path;
     std::vector<InputBinding> inputs;
+    StreamingOptions streaming;
     int64_t time_axis = 1;
     std::optional<std::string> output;
     std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor, expect_inc_consistent,
@@ -63,6 +64,9 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       else
         inputs.push_back(InputBinding::parse(c.at("input").get<std::string>()));
       time_axis = c.value("time_axis", int64_t{1});
+      // "state": ["IN=OUT", ...] runs a streaming ONNX step chunk by chunk (audit --state).
+      if (c.contains("state"))
+        for (const auto& text : c["state"]) streaming.state.push_back(StreamingOptions::parse_pair(text.get<std::string>()));
       incremental = c.value("incremental", false);  // also audit init_state/step (audit/incremental_audit.h)
       opt.gradient_check = c.value("gradient_check", base.gradient_check);  // false: --no-gradient-check
       opt.structural = !c.value("weights_as_given", !base.structural);       // true: --weights-as-given
@@ -123,7 +127,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     } catch (const nlohmann::json::exception& e) {
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, res.name.empty() ? "?" : res.name, e.what()));
     }
-    const std::unique_ptr<ModelFileTarget> opened = open_model_file(model_path, inputs, time_axis);
+    const std::unique_ptr<ModelFileTarget> opened = open_model_file(model_path, inputs, time_axis, 1.0, streaming);
     ModelFileTarget& target = *opened;
     if (refused) {
       // The audit's refusal carries its reason (checked before any probe, as the CLI does).
