@@ -121,3 +121,44 @@ TEST(OnnxFiles, VerdictsAndHorizonsMatchBruteForce) {
   EXPECT_GE(leaky, 7);
   EXPECT_GE(causal, 8);
 }
+
+// --state-init: the streamed program started from a recorded state gives ONNX Runtime's output of
+// one call from that state (the "call" reference: one chunk, a random state).
+TEST(OnnxFiles, StateInitStartsTheStreamFromTheGivenState) {
+  if (!fs::exists(kFixtures / "stream_gru.call.input_1.pb")) GTEST_SKIP() << "no ONNX fixtures";
+  StreamingOptions streaming;
+  streaming.state.push_back(StreamingOptions::parse_pair("state=state_out"));
+  streaming.state_init = (kFixtures / "stream_gru.call.input_1.pb").string();
+  const std::vector<InputBinding> inputs{InputBinding::parse("x=features:4")};
+  onnx_rt::StreamingProgram program(onnx_rt::OnnxProgram::load((kFixtures / "stream_gru.onnx").string()), streaming,
+                                    inputs, 1);
+  const at::Tensor x = read_tensor("stream_gru.call.input_0.pb");  // [B, 4, C]: one chunk
+  const c10::IValue out = program.run({x});
+  expect_close(read_tensor("stream_gru.call.output_0.pb"), out.toTensor(), "from --state-init");
+  // From zeros the same chunk gives something else: the initial state is read.
+  onnx_rt::StreamingProgram zeros(onnx_rt::OnnxProgram::load((kFixtures / "stream_gru.onnx").string()),
+                                  StreamingOptions{{{"state", "state_out"}}, ""}, inputs, 1);
+  EXPECT_FALSE(at::allclose(zeros.run({x}).toTensor(), out.toTensor()));
+}
+
+TEST(OnnxFiles, StreamingFlagsThatDoNotFitAreOneLine) {
+  if (!fs::exists(kFixtures / "stream_gru.onnx")) GTEST_SKIP() << "no ONNX fixtures";
+  const std::vector<InputBinding> inputs{InputBinding::parse("x=features:4")};
+  auto open = [&](const StreamingOptions& s) {
+    return open_model_file((kFixtures / "stream_gru.onnx").string(), inputs, 1, 1.0, s);
+  };
+  auto message = [&](const StreamingOptions& s) {
+    try {
+      open(s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({{{"hidden", "state_out"}}, ""}).find("the graph has no input 'hidden'"), std::string::npos);
+  EXPECT_NE(message({{{"state", "h_next"}}, ""}).find("the graph has no output 'h_next'"), std::string::npos);
+  EXPECT_NE(message({{{"state", "state_out"}}, "/nonexistent/init.pb"}).find("cannot be opened"), std::string::npos);
+  EXPECT_THROW(StreamingOptions::parse_pair("state"), InputError);
+  // Without --state the step is an ordinary graph whose state input needs its own --input.
+  EXPECT_NE(message({}).find("state"), std::string::npos);
+}
