@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <numeric>
 
 #include "audit/onnx/onnx_op.h"
@@ -265,8 +266,21 @@ Ts reduce(OpContext& c) {
   switch (Kind) {
     case 0: return one(x.sum(axes, keep).to(x.scalar_type()));
     case 1: return one(x.mean(axes, keep));
-    case 2: return one(x.numel() ? x.amax(axes, keep) : at::full({}, -INFINITY, x.options()));
-    case 3: return one(x.numel() ? x.amin(axes, keep) : at::full({}, INFINITY, x.options()));
+    case 2:
+    case 3: {
+      if (x.numel()) return one(Kind == 2 ? x.amax(axes, keep) : x.amin(axes, keep));
+      // The max of an empty set is -inf (the min +inf), as ONNX says; ATen refuses it.
+      std::vector<int64_t> shape;
+      for (int64_t d = 0; d < x.dim(); ++d) {
+        const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+        if (!reduced) shape.push_back(x.size(d));
+        else if (keep) shape.push_back(1);
+      }
+      const bool flt = at::isFloatingType(x.scalar_type());
+      if (Kind == 2)
+        return one(flt ? at::full(shape, -INFINITY, x.options()) : at::full(shape, 0, x.options()).fill_(c10::Scalar(std::numeric_limits<int64_t>::min())).to(x.scalar_type()));
+      return one(flt ? at::full(shape, INFINITY, x.options()) : at::full(shape, 0, x.options()));
+    }
     case 4: {
       at::Tensor y = x;
       for (auto it = axes.rbegin(); it != axes.rend(); ++it) y = y.prod(*it, keep);
