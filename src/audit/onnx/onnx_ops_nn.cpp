@@ -170,6 +170,63 @@ at::Tensor coerced(OpContext& c, const at::Tensor& x, int64_t* axis) {
   return x.reshape({outer, -1});
 }
 
+// MaxPool / AveragePool, 1-D to 3-D: X [N, C, spatial...]. ONNX's pads may differ at the two
+// ends, so the input is padded explicitly (-inf for max, 0 for average) and ATen pools unpadded;
+// count_include_pad=0 divides by the pooled count of real cells (a padded mask of ones).
+Ts pool(OpContext& c, bool max) {
+  const at::Tensor& x = c.required(0);
+  const std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+  const size_t n = kernel.size();
+  if (n == 0 || n > 3 || static_cast<int64_t>(n) != x.dim() - 2)
+    c.fail(fmt::format("kernel_shape of {} dimensions for an input of rank {}", n, x.dim()));
+  ConvGeometry g = conv_geometry(c, x, kernel, false);
+  if (!max) g.dilation.assign(n, 1);
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  std::vector<int64_t> p;
+  bool padded = false;
+  for (size_t i = n; i-- > 0;) {
+    p.push_back(g.begin[i]);
+    p.push_back(g.end[i]);
+    padded = padded || g.begin[i] || g.end[i];
+  }
+  const std::vector<int64_t> zero(n, 0);
+  if (max) {
+    // Integers pool as float64 (exact for every int32 and uint8 value) and come back.
+    const at::Tensor xf = at::isFloatingType(x.scalar_type()) ? x : x.to(at::kDouble);
+    const at::Tensor in = padded ? at::constant_pad_nd(xf, p, -INFINITY) : xf;
+    if (c.num_outputs() < 2) {
+      at::Tensor y = n == 1   ? at::max_pool1d(in, kernel, g.stride, zero, g.dilation, ceil_mode)
+                     : n == 2 ? at::max_pool2d(in, kernel, g.stride, zero, g.dilation, ceil_mode)
+                              : at::max_pool3d(in, kernel, g.stride, zero, g.dilation, ceil_mode);
+      return one(y.to(x.scalar_type()));
+    }
+    // Indices: ONNX counts into the whole unpadded tensor, row-major (storage_order 0) or
+    // column-major over the spatial dimensions (1); ATen counts into each padded plane.
+    if (n != 2) c.fail("the Indices output is computed for 2-D pooling only");
+    auto [y, idx] = at::max_pool2d_with_indices(in, kernel, g.stride, zero, g.dilation, ceil_mode);
+    const int64_t Wp = in.size(3), H = x.size(2), W = x.size(3);
+    const at::Tensor h = at::div(idx, Wp, "floor") - g.begin[0], w = at::remainder(idx, Wp) - g.begin[1];
+    at::Tensor flat = c.attr_int("storage_order", 0) ? w * H + h : h * W + w;
+    const at::Tensor plane = at::arange(x.size(0) * x.size(1), at::kLong).reshape({x.size(0), x.size(1), 1, 1}) * (H * W);
+    return {y.to(x.scalar_type()), flat + plane};
+  }
+  auto avg = [&](const at::Tensor& t) {
+    if (n == 1) return at::avg_pool1d(t, kernel, g.stride, zero, ceil_mode, true);
+    if (n == 2) return at::avg_pool2d(t, kernel, g.stride, zero, ceil_mode, true);
+    return at::avg_pool3d(t, kernel, g.stride, zero, ceil_mode, true);
+  };
+  const at::Tensor in = padded ? at::constant_pad_nd(x, p, 0) : x;
+  at::Tensor y = avg(in);
+  if (padded && !c.attr_int("count_include_pad", 0)) {
+    std::vector<int64_t> mshape(x.dim(), 1);
+    for (size_t i = 0; i < n; ++i) mshape[2 + i] = x.size(2 + i);
+    y = y / avg(at::constant_pad_nd(at::ones(mshape, x.options()), p, 0));
+  }
+  return one(y);
+}
+Ts op_max_pool(OpContext& c) { return pool(c, true); }
+Ts op_average_pool(OpContext& c) { return pool(c, false); }
+
 Ts softmax_like(OpContext& c, bool log) {
   const at::Tensor& x = c.required(0);
   int64_t axis = 0;
@@ -302,7 +359,7 @@ void add_nn_ops(OpTable& t) {
   t["ConvTranspose"] = op_conv_transpose; t["Softmax"] = op_softmax; t["LogSoftmax"] = op_log_softmax;
   t["Hardmax"] = op_hardmax; t["LayerNormalization"] = op_layer_norm; t["BatchNormalization"] = op_batch_norm;
   t["InstanceNormalization"] = op_instance_norm; t["GlobalAveragePool"] = op_global_average_pool;
-  t["GlobalMaxPool"] = op_global_max_pool;
+  t["GlobalMaxPool"] = op_global_max_pool; t["MaxPool"] = op_max_pool; t["AveragePool"] = op_average_pool;
   t["ReduceSum"] = reduce<0>; t["ReduceMean"] = reduce<1>; t["ReduceMax"] = reduce<2>; t["ReduceMin"] = reduce<3>;
   t["ReduceProd"] = reduce<4>; t["ReduceL1"] = reduce<5>; t["ReduceL2"] = reduce<6>; t["ReduceLogSum"] = reduce<7>;
   t["ReduceLogSumExp"] = reduce<8>; t["ReduceSumSquare"] = reduce<9>;
