@@ -291,6 +291,45 @@ Ts op_instance_norm(OpContext& c) {
   return one((x - m) * at::rsqrt(v + eps) * scale.reshape(shape) + bias.reshape(shape));
 }
 
+Ts op_group_norm(OpContext& c) {
+  // X [N, C, ...] in num_groups groups of C / num_groups channels; scale and bias [C] (opset 21)
+  // or [num_groups] (opset 18, one per group)
+  const at::Tensor &x = c.required(0), &scale = c.required(1), &bias = c.required(2);
+  const int64_t groups = c.attr_int("num_groups", 0);
+  if (groups <= 0 || x.dim() < 2 || x.size(1) % groups) c.fail(fmt::format("num_groups {} does not divide the channels", groups));
+  const double eps = c.attr_float("epsilon", 1e-5f);
+  const int64_t N = x.size(0), C = x.size(1);
+  const at::Tensor xs = x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);
+  const at::Tensor g = xs.reshape({N, groups, -1});
+  const at::Tensor mean = g.mean({2}, true), var = (g - mean).pow(2).mean({2}, true);
+  at::Tensor y = ((g - mean) * at::rsqrt(var + eps)).reshape(x.sizes()).to(x.scalar_type());
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = C;
+  auto per_channel = [&](const at::Tensor& t) {
+    return t.numel() == C ? t.reshape(shape) : t.repeat_interleave(C / groups).reshape(shape);
+  };
+  return one(y * per_channel(scale) + per_channel(bias));
+}
+
+Ts op_mean_variance_norm(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (axes.empty()) axes = {0, 2, 3};
+  for (auto& a : axes) a = norm_axis(c, a, x.dim());
+  const at::Tensor m = x.mean(axes, true);
+  const at::Tensor sd = (x - m).pow(2).mean(axes, true).sqrt();
+  return one((x - m) / (sd + 1e-9));
+}
+
+Ts op_lp_norm(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const int64_t p = c.attr_int("p", 2);
+  if (p != 1 && p != 2) c.fail(fmt::format("p {} is not 1 or 2", p));
+  const at::Tensor norm = p == 1 ? x.abs().sum(axis, true) : x.pow(2).sum(axis, true).sqrt();
+  return one(x / norm);
+}
+
 Ts op_global_average_pool(OpContext& c) {
   const at::Tensor& x = c.required(0);
   std::vector<int64_t> dims;
@@ -358,7 +397,8 @@ void add_nn_ops(OpTable& t) {
   t["MatMul"] = op_matmul; t["Gemm"] = op_gemm; t["Einsum"] = op_einsum; t["Conv"] = op_conv;
   t["ConvTranspose"] = op_conv_transpose; t["Softmax"] = op_softmax; t["LogSoftmax"] = op_log_softmax;
   t["Hardmax"] = op_hardmax; t["LayerNormalization"] = op_layer_norm; t["BatchNormalization"] = op_batch_norm;
-  t["InstanceNormalization"] = op_instance_norm; t["GlobalAveragePool"] = op_global_average_pool;
+  t["InstanceNormalization"] = op_instance_norm; t["GroupNormalization"] = op_group_norm;
+  t["MeanVarianceNormalization"] = op_mean_variance_norm; t["LpNormalization"] = op_lp_norm; t["GlobalAveragePool"] = op_global_average_pool;
   t["GlobalMaxPool"] = op_global_max_pool; t["MaxPool"] = op_max_pool; t["AveragePool"] = op_average_pool;
   t["ReduceSum"] = reduce<0>; t["ReduceMean"] = reduce<1>; t["ReduceMax"] = reduce<2>; t["ReduceMin"] = reduce<3>;
   t["ReduceProd"] = reduce<4>; t["ReduceL1"] = reduce<5>; t["ReduceL2"] = reduce<6>; t["ReduceLogSum"] = reduce<7>;
