@@ -180,7 +180,8 @@ Ts pool(OpContext& c, bool max) {
   if (n == 0 || n > 3 || static_cast<int64_t>(n) != x.dim() - 2)
     c.fail(fmt::format("kernel_shape of {} dimensions for an input of rank {}", n, x.dim()));
   ConvGeometry g = conv_geometry(c, x, kernel, false);
-  if (!max) g.dilation.assign(n, 1);
+  bool dilated = false;
+  for (int64_t d : g.dilation) dilated = dilated || d != 1;
   const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
   std::vector<int64_t> p;
   bool padded = false;
@@ -209,6 +210,48 @@ Ts pool(OpContext& c, bool max) {
     at::Tensor flat = c.attr_int("storage_order", 0) ? w * H + h : h * W + w;
     const at::Tensor plane = at::arange(x.size(0) * x.size(1), at::kLong).reshape({x.size(0), x.size(1), 1, 1}) * (H * W);
     return {y.to(x.scalar_type()), flat + plane};
+  }
+  if (dilated) {
+    // Dilated averages (opset 19): window sums as a convolution of ones over [N*C, 1, ...], each
+    // divided by the count of the window's cells in the padded input (count_include_pad) or in
+    // the real one; ceil_mode's last windows reach past the end, over cells that count as neither.
+    const at::Tensor xf = x.reshape([&] {
+      std::vector<int64_t> sh{x.size(0) * x.size(1), 1};
+      for (size_t i = 0; i < n; ++i) sh.push_back(x.size(2 + i));
+      return sh;
+    }());
+    std::vector<int64_t> pe = p, mshape(n + 2, 1);
+    for (size_t i = 0; i < n; ++i) {
+      mshape[2 + i] = x.size(2 + i);
+      if (!ceil_mode) continue;
+      const int64_t in_p = x.size(2 + i) + g.begin[i] + g.end[i], dk = (kernel[i] - 1) * g.dilation[i] + 1;
+      int64_t out = (in_p - dk + g.stride[i] - 1) / g.stride[i] + 1;
+      if ((out - 1) * g.stride[i] >= x.size(2 + i) + g.begin[i]) --out;  // a window must start inside
+      const int64_t extra = std::max<int64_t>(0, (out - 1) * g.stride[i] + dk - in_p);
+      pe[2 * (n - 1 - i) + 1] += extra;
+    }
+    const at::Tensor w = at::ones([&] {
+      std::vector<int64_t> sh{1, 1};
+      sh.insert(sh.end(), kernel.begin(), kernel.end());
+      return sh;
+    }(), x.options());
+    auto sum = [&](const at::Tensor& t) {
+      return at::convolution(t, w, {}, g.stride, zero, g.dilation, false, zero, 1);
+    };
+    const at::Tensor total = sum(at::constant_pad_nd(xf, pe, 0));
+    const at::Tensor real = at::constant_pad_nd(at::ones(mshape, x.options()), pe, 0);
+    at::Tensor count;
+    if (c.attr_int("count_include_pad", 0)) {
+      // ONNX's reference divides every window by the kernel's size, ceil_mode's last ones included
+      int64_t cells = 1;
+      for (int64_t k : kernel) cells *= k;
+      count = at::full({}, static_cast<double>(cells), x.options());
+    } else {
+      count = sum(real);
+    }
+    std::vector<int64_t> out_shape{x.size(0), x.size(1)};
+    for (size_t i = 0; i < n; ++i) out_shape.push_back(total.size(2 + i));
+    return one((total / count).reshape(out_shape));
   }
   auto avg = [&](const at::Tensor& t) {
     if (n == 1) return at::avg_pool1d(t, kernel, g.stride, zero, ceil_mode, true);
