@@ -268,7 +268,7 @@ Standing standing_of(const RunRecord& run) {
 }
 
 std::optional<long long> expected_horizon(const RunRecord& run) {
-  if (run.pairing != Pairing::kFuture || run.offsets.empty()) return std::nullopt;
+  if (run.pairing != MixerPairing::kFuture || run.offsets.empty()) return std::nullopt;
   if (run.offset_mode == "all") {
     if (!run.layers) return std::nullopt;
     return *run.layers * *std::max_element(run.offsets.begin(), run.offsets.end());

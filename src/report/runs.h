@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "report/mixer_kind.h"
+#include "util/mixer_kind.h"
 #include "report/provenance.h"
 
 namespace grassaudit {
@@ -66,8 +66,8 @@ struct RunRecord {
 
   // Language-model runs (family and pairing are nullopt for SNLI runs). Parsed from
   // summary.json's "mixer"; its optional "family" and "pairing" keys must agree with it.
-  std::optional<Family> family;
-  std::optional<Pairing> pairing;
+  std::optional<MixerFamily> family;
+  std::optional<MixerPairing> pairing;
   std::string tokenizer;
   std::string dataset;  // optional: "dataset" (LM) or "features" (SNLI), free text
   std::optional<long long> seq_len, layers, d_model, rank, heads, threads, seed;
