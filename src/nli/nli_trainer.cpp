@@ -32,6 +32,7 @@
 #include "util/sha256.h"
 #include "util/jsonl_log.h"
 #include "util/make_dirs.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 namespace {
@@ -578,12 +579,12 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   return true;
 }
 
-// summary.json over the seeds, in the order given; and the one-line result.
+// summary.json (util/run_summary.h) over the seeds, in the order given; and the one-line result.
 void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& paths, const NliCounts& counts) {
   const NliConfig& m = run.model;
   std::vector<double> val, test, walls, zeroed;
   std::vector<uint64_t> done_seeds;
-  std::vector<int64_t> best_epochs;
+  std::vector<long long> best_epochs;
   double wall = 0, train_seconds = 0;
   for (uint64_t s : run.seeds)
     for (const auto& r : run.completed)
@@ -597,57 +598,59 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
         wall += r.wall_seconds;
         train_seconds += r.train_seconds;
       }
-  json summary{{"run", run_name_of(paths.out)},
-               {"task", "snli"},
-               {"head", m.head},
-               {"features", counts.features},
-               {"protocol", p.data.protocol},
-               {"seeds", done_seeds},
-               {"val_acc", val},
-               {"test_acc", test},
-               {"val_acc_mean", mean_of(val)},
-               {"val_acc_std", sample_std(val)},
-               {"test_acc_mean", mean_of(test)},
-               {"test_acc_std", sample_std(test)},
-               {"best_epochs", best_epochs},
-               {"params", counts.params},
-               {"head_params", counts.head_params},
-               {"encoder_params", counts.params - counts.head_params},
-               {"embedding_rows", p.rows},
-               {"epochs", run.train.epochs},
-               {"batch", run.train.batch},
-               {"lr", run.train.lr},
-               {"d_model", m.d_model},
-               {"head_layers", m.head_layers},
-               {"encoder_layers", m.encoder_layers},
-               {"heads", m.heads},
-               {"d_ff", m.d_ff},
-               {"dropout", m.dropout},
-               {"max_sentence_tokens", run.train.max_sentence_tokens},
-               {"train_pairs", p.n_train},
-               {"val_pairs", p.data.val.examples.size()},
-               {"test_pairs", p.data.test.examples.size()},
-               {"wall_seconds", wall},
-               {"wall_seconds_per_seed", walls},
-               {"train_seconds", train_seconds},
-               {"threads", at::get_num_threads()},
-               {"blas", blas_in_use()},
-               {"world_size", dist::world_size()},
-               {"provenance", run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", dist::world_size()})}};
+  RunSummary summary;
+  summary.run = run_name_of(paths.out);
+  summary.task = "snli";
+  SnliSummary& n = summary.snli;
+  n.head = m.head;
+  n.features = counts.features;
+  n.protocol = p.data.protocol;
+  n.seeds = done_seeds;
+  n.val_acc = val;
+  n.test_acc = test;
+  n.val_acc_mean = mean_of(val);
+  n.val_acc_std = sample_std(val);
+  n.test_acc_mean = mean_of(test);
+  n.test_acc_std = sample_std(test);
+  n.best_epochs = best_epochs;
+  summary.params = static_cast<double>(counts.params);
+  n.head_params = counts.head_params;
+  n.encoder_params = counts.params - counts.head_params;
+  n.embedding_rows = p.rows;
+  n.epochs = static_cast<double>(run.train.epochs);
+  n.batch = run.train.batch;
+  n.lr = run.train.lr;
+  n.d_model = m.d_model;
+  n.head_layers = m.head_layers;
+  n.encoder_layers = m.encoder_layers;
+  n.heads = m.heads;
+  n.d_ff = m.d_ff;
+  n.dropout = m.dropout;
+  n.max_sentence_tokens = run.train.max_sentence_tokens;
+  n.train_pairs = p.n_train;
+  n.val_pairs = static_cast<long long>(p.data.val.examples.size());
+  n.test_pairs = static_cast<long long>(p.data.test.examples.size());
+  summary.wall_seconds = wall;
+  n.wall_seconds_per_seed = walls;
+  summary.train_seconds = train_seconds;
+  summary.threads = at::get_num_threads();
+  summary.blas = blas_in_use();
+  summary.world_size = dist::world_size();
+  summary.provenance = run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", dist::world_size()});
   if (m.head == "grassmann") {
-    summary["d_proj"] = m.d_proj;
-    summary["window"] = m.window;
-    summary["stride"] = m.stride;
-    summary["pairing"] = "each token with the mean of its window (z_t ^ m_w), per mixing head";
+    n.d_proj = m.d_proj;
+    n.window = m.window;
+    n.stride = m.stride;
+    n.pairing = "each token with the mean of its window (z_t ^ m_w), per mixing head";
     // Same best weights, every Pluecker feature zeroed (per seed, in seed order); a seed
     // finished by an older build has none, and then the list is shorter than "seeds".
-    summary["test_acc_pluecker_zeroed"] = zeroed;
+    n.test_acc_pluecker_zeroed = zeroed;
     if (zeroed.size() == test.size()) {
-      summary["test_acc_pluecker_zeroed_mean"] = mean_of(zeroed);
-      summary["test_acc_pluecker_zeroed_std"] = sample_std(zeroed);
+      n.test_acc_pluecker_zeroed_mean = mean_of(zeroed);
+      n.test_acc_pluecker_zeroed_std = sample_std(zeroed);
     }
   }
-  if (dist::is_main()) write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
+  if (dist::is_main()) write_file_atomic(paths.out + "/summary.json", to_json(summary).dump(2) + "\n");
   std::cout << fmt::format(
       "{} head over {} seed(s): val accuracy {:.4f} ± {:.4f}, test accuracy {:.4f} ± {:.4f} (mean ± sample std); "
       "{} parameters; {} wall; artifacts in {}\n",

@@ -39,6 +39,7 @@
 #include "util/format_count.h"
 #include "util/jsonl_log.h"
 #include "util/make_dirs.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 namespace {
@@ -416,61 +417,64 @@ class LmTask : public TrainingTask {
   int64_t session_first_step_;
 };
 
-// summary.json: the report generator's record of one LM run.
-json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& paths, const TrainRequest& req,
-                const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end, const json& sessions) {
+// summary.json (util/run_summary.h): the report generator's record of one LM run.
+RunSummary lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& paths, const TrainRequest& req,
+                      const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end, const json& sessions) {
   const ModelConfig& m = run.model;
   const LmRunState& st = run.state;
   const MixerInfo& mixer = MixerRegistry::instance().info(m.mixer);
-  const bool leaky = test.leaky();
-  json s{{"run", run_name_of(paths.out)},
-         {"task", "lm"},
-         {"mixer", mixer.base_name},
-         {"pairing", pairing_name(mixer.pairing)},
-         {"tokenizer", run.train.tokenizer},
-         {"dataset", "wikitext-2 (v1 tokenized, <unk>)"},
-         {"seq_len", data.L},
-         {"layers", m.layers},
-         {"d_model", m.d_model},
-         {"norm", m.norm}};
+  RunSummary s;
+  s.run = run_name_of(paths.out);
+  s.task = "lm";
+  LmSummary& lm = s.lm;
+  lm.mixer = public_mixer_kind(mixer.base_name);
+  lm.pairing = mixer.pairing;
+  lm.tokenizer = run.train.tokenizer;
+  lm.dataset = "wikitext-2 (v1 tokenized, <unk>)";
+  lm.seq_len = data.L;
+  lm.layers = m.layers;
+  lm.d_model = m.d_model;
+  lm.norm = m.norm;
   if (mixer.family == MixerFamily::kGrassmann) {
-    s["rank"] = m.rank;
-    s["offsets"] = m.offsets;
-    s["offset_mode"] = m.offset_mode;
+    lm.rank = m.rank;
+    lm.offsets = std::vector<long long>(m.offsets.begin(), m.offsets.end());
+    lm.offset_mode = m.offset_mode;
   } else {
-    s["heads"] = m.heads;
+    lm.heads = m.heads;
   }
-  if (mixer.is_reference) s["mixer_impl"] = m.mixer;
-  s["d_ff"] = m.d_ff;
-  s["vocab_size"] = m.vocab_size;
-  s["preset"] = run.preset;
-  s["params"] = params;
-  s["epochs"] = static_cast<double>(st.loop.units_seen) / static_cast<double>(data.train.num_blocks * data.L);
-  s["epochs_planned"] = run.train.epochs;
-  s["stopped_by"] = loop_end_name(end);
-  if (run.train.patience > 0) s["patience"] = run.train.patience;
-  if (req.time_budget_seconds > 0) s["time_budget_seconds"] = req.time_budget_seconds;
-  s["steps"] = st.loop.step;
-  s["tokens_seen"] = st.loop.units_seen;
-  s["wall_seconds"] = wall_seconds;
-  s["train_seconds"] = st.loop.train_seconds;
-  s["threads"] = at::get_num_threads();
-  s["blas"] = blas_in_use();
-  s["device"] = req.device;
-  s["seed"] = run.train.seed;
-  s["world_size"] = dist::world_size();
+  if (mixer.is_reference) lm.mixer_impl = m.mixer;
+  lm.d_ff = m.d_ff;
+  lm.vocab_size = m.vocab_size;
+  lm.preset = run.preset;
+  s.params = static_cast<double>(params);
+  lm.epochs = static_cast<double>(st.loop.units_seen) / static_cast<double>(data.train.num_blocks * data.L);
+  lm.epochs_planned = run.train.epochs;
+  lm.stopped_by = loop_end_name(end);
+  if (run.train.patience > 0) lm.patience = run.train.patience;
+  if (req.time_budget_seconds > 0) lm.time_budget_seconds = req.time_budget_seconds;
+  lm.steps = st.loop.step;
+  lm.tokens_seen = static_cast<double>(st.loop.units_seen);
+  s.wall_seconds = wall_seconds;
+  s.train_seconds = st.loop.train_seconds;
+  s.threads = at::get_num_threads();
+  s.blas = blas_in_use();
+  lm.device = req.device;
+  lm.seed = run.train.seed;
+  s.world_size = dist::world_size();
   // This session's seconds in the gradient all-reduce (incl. waiting for the slowest rank).
-  if (dist::active()) s["allreduce_seconds"] = dist::gradient_sync_seconds();
-  s["tokens_per_second"] = st.loop.units_seen / std::max(st.loop.train_seconds, 1e-9);
-  s["audit"] = audit_brief(test.audit);
-  s["best_epoch"] = st.best_epoch;
-  s["best_step"] = st.best_step;
-  s["valid_tokens"] = data.valid.num_blocks * data.L;
-  s["test_tokens"] = test.stats.tokens;
-  put_ppl(s, "best_valid_ppl", std::exp(*st.best_valid_loss), leaky);
-  put_ppl(s, "test_ppl", test.stats.ppl(), leaky);
-  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
-  s["provenance"]["sessions"] = sessions;
+  if (dist::active()) lm.allreduce_seconds = dist::gradient_sync_seconds();
+  lm.tokens_per_second = st.loop.units_seen / std::max(st.loop.train_seconds, 1e-9);
+  s.audit = summary_audit(test.audit);
+  lm.best_epoch = st.best_epoch;
+  lm.best_step = st.best_step;
+  lm.valid_tokens = data.valid.num_blocks * data.L;
+  lm.test_tokens = test.stats.tokens;
+  // The quarantine rule (util/quarantine.h): a leaky run's figures go under quarantined_* keys.
+  const bool leaky = test.leaky();
+  (leaky ? lm.quarantined_best_valid_ppl : lm.best_valid_ppl) = std::exp(*st.best_valid_loss);
+  (leaky ? lm.quarantined_test_ppl : lm.test_ppl) = test.stats.ppl();
+  s.provenance = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
+  s.provenance["sessions"] = sessions;
   return s;
 }
 
@@ -557,7 +561,7 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
   if (dist::is_main()) {
     write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
     write_file_atomic(paths.out + "/summary.json",
-                      lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions()).dump(2) + "\n");
+                      to_json(lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions())).dump(2) + "\n");
     write_sample(best, audit, data, run.train.seed, device, paths.out + "/sample.json");
   }
 
