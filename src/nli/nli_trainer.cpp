@@ -7,7 +7,6 @@
 #include <torch/utils.h>
 
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,19 +24,18 @@
 #include "train/loop.h"
 #include "train/provenance.h"
 #include "train/rank_output.h"
+#include "train/run_setup.h"
 #include "train/progress.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
 #include "util/sha256.h"
 #include "util/jsonl_log.h"
-#include "util/make_dirs.h"
 #include "util/run_summary.h"
 
 namespace grassaudit {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Position of one seed's training plus its best validation, stored under meta["state"].
@@ -276,20 +274,9 @@ struct NliPaths {
 
 NliPaths prepare_nli_out_dir(const NliTrainRequest& req, const NliRun& run) {
   NliPaths p{req.out_dir, req.out_dir + "/checkpoints/last.ckpt"};
-  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
-  make_dirs(p.out);
-  make_dirs(p.out + "/checkpoints");
-  for (const auto& dir : {p.out, p.out + "/checkpoints"})  // partial files of a killed run
-    for (const auto& stale : remove_stale_temp_files(dir))
-      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
-  if (!run.resuming) {
-    bool taken = fs::exists(p.last) || fs::exists(p.out + "/summary.json");
-    for (uint64_t s : run.seeds) taken = taken || fs::exists(p.metrics(s));
-    if (taken)
-      throw InputError(fmt::format("{} already holds a run (summary.json, metrics or checkpoints/last.ckpt); choose "
-                                   "another --out, or continue it with --resume {}",
-                                   p.out, p.last));
-  }
+  std::vector<std::string> run_files{p.last, p.out + "/summary.json"};
+  for (uint64_t s : run.seeds) run_files.push_back(p.metrics(s));
+  prepare_run_folder(p.out, p.last, !run.resuming, run_files, "summary.json, metrics or checkpoints/last.ckpt");
   return p;
 }
 
@@ -452,20 +439,10 @@ class NliSeedTask : public TrainingTask {
 // The best-validation weights of `seed` on every rank (`last` when no best checkpoint was
 // written). Data-parallel: rank 0, which writes best-seed*.ckpt, decides and sends them.
 NliModel best_weights(NliModel last, const NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed) {
-  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best(seed)) ? 1.0 : 0.0}, at::kDouble);
-  dist::broadcast(has_best, 0);
-  if (has_best.item<double>() == 0) return last;
-  NliModel best{nullptr};
-  if (dist::is_main()) {
-    best = load_nli_checkpoint(paths.best(seed)).model;
-  } else {
-    CpuRngGuard keep;  // building the model draws initial weights
-    best = NliModel(run.model, p.vocab_map);
-  }
-  std::vector<at::Tensor> weights = best->parameters();
-  for (const auto& b : best->buffers()) weights.push_back(b);
-  dist::broadcast_tensors(weights);
-  return best;
+  const std::string path = paths.best(seed);
+  return best_weights_from_rank0(
+             path, [&] { return load_nli_checkpoint(path).model; }, [&] { return NliModel(run.model, p.vocab_map); })
+      .value_or(last);
 }
 
 struct SeedTest {
@@ -504,13 +481,9 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
     st.loop.total_steps = p.total_steps;
   }
   model->train();
-  auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
+  auto optimizer = make_adamw(*model, adamw_settings(t));
   if (resume_this) load_nli_optimizer_and_rng(req.resume, *optimizer);
-  {
-    std::vector<at::Tensor> state = model->parameters();  // every rank starts from rank 0's weights
-    for (const auto& b : model->buffers()) state.push_back(b);
-    dist::broadcast_tensors(state);
-  }
+  broadcast_weights(*model);  // every rank starts from rank 0's weights
   // Everything the resume needs has loaded: only now is the seed's log cut back to the checkpoint.
   if (resume_this && dist::is_main())
     restore_metrics_log(paths.metrics(seed), st.metrics_extent, st.loop.step, req.resume);
@@ -522,22 +495,11 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
                                        : std::string("new model"));
   Progress progress(p.total_steps, t.log_every, req.plain_progress);
   NliSeedTask task(run, p, paths, seed, model, st, *optimizer, metrics, progress);
-  LoopSettings loop;
-  loop.epochs = t.epochs;
-  loop.warmup_steps = p.warmup;
-  loop.lr = t.lr;
-  loop.min_lr_ratio = t.min_lr_ratio;
-  loop.clip = t.clip;
-  loop.log_every = t.log_every;
-  loop.last_step = p.total_steps;
+  const LoopSettings loop = loop_settings(t, p.warmup, p.total_steps);
   const LoopEnd end = run_training_loop(loop, task, *model, *optimizer, st.loop, metrics, progress);
   progress.break_line();
   if (end == LoopEnd::kInterrupted) {
-    task.save_last();
-    std::cerr << fmt::format(
-        "grassaudit train-nli: stopped by {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
-        "  continue with: grassaudit train-nli --resume {}\n",
-        interrupt_cause(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
+    save_after_signal(task, "train-nli", fmt::format(" in seed {}", seed), st.loop, paths.last);
     return false;
   }
 

@@ -20,7 +20,6 @@
 #include "core/distributed.h"
 #include "core/generate.h"
 #include "core/lm_loss.h"
-#include "core/rng_guard.h"
 #include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
@@ -33,12 +32,12 @@
 #include "train/progress.h"
 #include "train/provenance.h"
 #include "train/rank_output.h"
+#include "train/run_setup.h"
 #include "train/schedule.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
 #include "util/jsonl_log.h"
-#include "util/make_dirs.h"
 #include "util/run_summary.h"
 
 namespace grassaudit {
@@ -196,16 +195,7 @@ struct RunPaths {
 RunPaths prepare_out_dir(const TrainRequest& req, bool resuming) {
   RunPaths p{req.out_dir, req.out_dir + "/metrics.jsonl", req.out_dir + "/checkpoints/last.ckpt",
              req.out_dir + "/checkpoints/best.ckpt"};
-  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
-  make_dirs(p.out);
-  make_dirs(p.out + "/checkpoints");
-  if (!resuming && (fs::exists(p.metrics) || fs::exists(p.last)))
-    throw InputError(fmt::format("{} already holds a run (metrics.jsonl or checkpoints/last.ckpt); choose "
-                                 "another --out, or continue it with --resume {}",
-                                 p.out, p.last));
-  for (const auto& dir : {p.out, p.out + "/checkpoints"})
-    for (const auto& stale : remove_stale_temp_files(dir))
-      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
+  prepare_run_folder(p.out, p.last, !resuming, {p.metrics, p.last}, "metrics.jsonl or checkpoints/last.ckpt");
   return p;
 }
 
@@ -479,11 +469,7 @@ RunSummary lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPat
 }
 
 TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPaths& paths) {
-  task.save_last();
-  std::cerr << fmt::format(
-      "grassaudit train: stopped by {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
-      "  continue with: grassaudit train --resume {}\n",
-      interrupt_cause(), st.step, st.epoch_float(), paths.last, paths.last);
+  save_after_signal(task, "train", "", st, paths.last);
   TrainOutcome o;
   o.out_dir = paths.out;
   o.steps = st.step;
@@ -525,24 +511,12 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
   task.save_last();
 
   const c10::Device device = task.device();
-  LanguageModel best{nullptr};
-  // Data-parallel: rank 0 (the one that writes best.ckpt) decides, and the other ranks get the
-  // best weights from it rather than from a file they may not see (another machine, or not yet).
-  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best) ? 1.0 : 0.0}, at::kDouble);
-  dist::broadcast(has_best, 0);
-  if (has_best.item<double>() > 0) {
-    if (dist::is_main()) {
-      best = load_checkpoint(paths.best).model;  // leaves the global RNG as it is
-    } else {
-      CpuRngGuard keep;  // building the model draws initial weights
-      best = LanguageModel(run.model);
-    }
-    std::vector<at::Tensor> weights = best->parameters();
-    for (const auto& b : best->buffers()) weights.push_back(b);
-    dist::broadcast_tensors(weights);
+  LanguageModel best = task.model();
+  if (auto loaded = best_weights_from_rank0(
+          paths.best, [&] { return load_checkpoint(paths.best).model; },  // leaves the global RNG as it is
+          [&] { return LanguageModel(run.model); })) {
+    best = *loaded;
     best->to(device);
-  } else {
-    best = task.model();
   }
   std::cerr << "test: auditing the best weights, then evaluating...\n";
   const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
@@ -654,7 +628,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   }
   model->to(device);
   model->train();
-  auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
+  auto optimizer = make_adamw(*model, adamw_settings(t));
   if (run.resuming) {
     load_optimizer_and_rng(req.resume, *optimizer);  // also the global CPU RNG state (dropout)
     move_optimizer_state(*optimizer, device);
@@ -662,13 +636,7 @@ TrainOutcome run_training(const TrainRequest& req) {
     if (dist::is_main())
       restore_metrics_log(paths.metrics, run.state.metrics_extent, run.state.loop.step, req.resume);
   }
-  {
-    // Data-parallel: every rank starts from rank 0's weights (they are equal by construction,
-    // seeded or loaded from the same file; this makes it so whatever a rank's platform does).
-    std::vector<at::Tensor> state = model->parameters();
-    for (const auto& b : model->buffers()) state.push_back(b);
-    dist::broadcast_tensors(state);
-  }
+  broadcast_weights(*model);  // data-parallel: every rank starts from rank 0's weights
   const int64_t params = model->parameter_count();
   if (dist::active())
     std::cerr << fmt::format("data-parallel: {} ranks (c10d {}, timeout {:g} s), global batch {}\n",
@@ -676,18 +644,12 @@ TrainOutcome run_training(const TrainRequest& req) {
   print_run_header(run, data, req, params);
 
   LoopState& st = run.state.loop;
-  LoopSettings loop;
-  loop.epochs = t.epochs;
-  loop.warmup_steps = t.warmup_steps;
-  loop.lr = t.lr;
-  loop.min_lr_ratio = t.min_lr_ratio;
-  loop.clip = t.clip;
-  loop.log_every = t.log_every;
+  const int64_t tokens_per_step = t.batch * data.L;
+  int64_t last_step = st.total_steps;
+  if (t.max_tokens > 0) last_step = std::min(last_step, (t.max_tokens + tokens_per_step - 1) / tokens_per_step);
+  LoopSettings loop = loop_settings(t, t.warmup_steps, last_step);
   loop.checkpoint_every = t.checkpoint_every;
   loop.max_units = t.max_tokens;
-  const int64_t tokens_per_step = t.batch * data.L;
-  loop.last_step = st.total_steps;
-  if (t.max_tokens > 0) loop.last_step = std::min(loop.last_step, (t.max_tokens + tokens_per_step - 1) / tokens_per_step);
 
   JsonlLog metrics(dist::is_main() ? paths.metrics : "/dev/null");
   Progress progress(std::max<int64_t>(loop.last_step, st.step), t.log_every, req.plain_progress);
