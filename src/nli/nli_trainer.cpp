@@ -46,21 +46,16 @@ struct SeedState {
   std::optional<LogExtent> metrics_extent;  // the seed's metrics file when the checkpoint was taken
 
   json to_json() const {
-    json j{{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}};
-    loop.write_json(j, "examples_seen");
-    if (metrics_extent) write_log_extent(j, *metrics_extent);
-    return j;
+    return task_state_json(
+        {{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}}, loop,
+        "examples_seen", metrics_extent);
   }
   static SeedState from_json(const json& j, const std::string& where) {
     SeedState s;
-    s.loop = LoopState::read_json(j, "examples_seen", where);
-    try {
+    read_task_state(j, "examples_seen", where, s.loop, s.metrics_extent, [&] {
       if (!j.at("best_val_acc").is_null()) s.best_val_acc = j.at("best_val_acc").get<double>();
       s.best_epoch = j.at("best_epoch").get<int64_t>();
-      s.metrics_extent = read_log_extent(j);
-    } catch (const json::exception& e) {
-      throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
-    }
+    });
     return s;
   }
 };

@@ -42,6 +42,24 @@ bool rank0_has_file(const std::string& path) {
   return has.item<double>() > 0;
 }
 
+nlohmann::json task_state_json(nlohmann::json own, const LoopState& loop, const std::string& units_key,
+                               const std::optional<LogExtent>& extent) {
+  loop.write_json(own, units_key);
+  if (extent) write_log_extent(own, *extent);
+  return own;
+}
+
+void read_task_state(const nlohmann::json& state, const std::string& units_key, const std::string& where,
+                     LoopState& loop, std::optional<LogExtent>& extent, const std::function<void()>& read_own) {
+  loop = LoopState::read_json(state, units_key, where);
+  try {
+    read_own();
+    extent = read_log_extent(state);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
+  }
+}
+
 void save_after_signal(TrainingTask& task, const std::string& command, const std::string& where,
                        const LoopState& state, const std::string& last) {
   task.save_last();

@@ -5,10 +5,12 @@
 // signal, and bring the best-validation weights to every rank for the test. One copy, so the two
 // tasks cannot drift apart in what a run folder, a resume hint or a data-parallel start means.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
 #include "core/distributed.h"
@@ -69,6 +71,17 @@ template <class Config>
 AdamWSettings adamw_settings(const Config& t) {
   return AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay};
 }
+
+// A task's meta["state"] in every checkpoint: its own keys (`own`), the loop's position
+// (units_seen under `units_key`: "tokens_seen", "examples_seen") and the metrics log's extent
+// when there is one.
+nlohmann::json task_state_json(nlohmann::json own, const LoopState& loop, const std::string& units_key,
+                               const std::optional<LogExtent>& extent);
+// Reads it back: the loop's position, then the task's own keys (`read_own`), then the extent. A
+// key that is missing or of the wrong type is InputError "<where>: checkpoint training state is
+// incomplete (...)".
+void read_task_state(const nlohmann::json& state, const std::string& units_key, const std::string& where,
+                     LoopState& loop, std::optional<LogExtent>& extent, const std::function<void()>& read_own);
 
 // After a signal stopped the loop: saves last.ckpt (the task's save_last) and prints where the run
 // stopped and the command that continues it. `command` is "train" or "train-nli"; `where`

@@ -74,20 +74,18 @@ struct LmRunState {
   std::optional<LogExtent> metrics_extent;
 
   json to_json() const {
-    json j{{"best_valid_loss", best_valid_loss ? json(*best_valid_loss) : json(nullptr)},
-           {"best_step", best_step},
-           {"best_epoch", best_epoch},
-           {"last_eval_step", last_eval_step},
-           {"epoch_end_best_loss", epoch_end_best_loss ? json(*epoch_end_best_loss) : json(nullptr)},
-           {"epochs_without_improvement", epochs_without_improvement}};
-    loop.write_json(j, "tokens_seen");
-    if (metrics_extent) write_log_extent(j, *metrics_extent);
-    return j;
+    return task_state_json(
+        {{"best_valid_loss", best_valid_loss ? json(*best_valid_loss) : json(nullptr)},
+         {"best_step", best_step},
+         {"best_epoch", best_epoch},
+         {"last_eval_step", last_eval_step},
+         {"epoch_end_best_loss", epoch_end_best_loss ? json(*epoch_end_best_loss) : json(nullptr)},
+         {"epochs_without_improvement", epochs_without_improvement}},
+        loop, "tokens_seen", metrics_extent);
   }
   static LmRunState from_json(const json& j, const std::string& where) {
     LmRunState s;
-    s.loop = LoopState::read_json(j, "tokens_seen", where);
-    try {
+    read_task_state(j, "tokens_seen", where, s.loop, s.metrics_extent, [&] {
       if (!j.at("best_valid_loss").is_null()) s.best_valid_loss = j.at("best_valid_loss").get<double>();
       s.best_step = j.at("best_step").get<int64_t>();
       s.best_epoch = j.at("best_epoch").get<double>();
@@ -101,10 +99,7 @@ struct LmRunState {
         s.epoch_end_best_loss = s.best_valid_loss;
         s.epochs_without_improvement = std::max<int64_t>(0, s.loop.epoch - std::llround(s.best_epoch));
       }
-      s.metrics_extent = read_log_extent(j);
-    } catch (const json::exception& e) {
-      throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
-    }
+    });
     return s;
   }
 };
