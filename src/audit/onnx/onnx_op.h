@@ -44,6 +44,11 @@ class OpContext {
   at::Tensor input(size_t i) const { return i < inputs_.size() ? inputs_[i] : at::Tensor(); }
   // Input i, which the op requires: fail() names it when absent.
   const at::Tensor& required(size_t i) const;
+  // Whether input i's buffer belongs to this op alone: the interpreter handed over its last
+  // handle (this node is the input's last reader), no view, alias or other slot shares its
+  // storage, its layout is dense and it needs no gradient. The op may then write its output into
+  // it (an elementwise op of the input's shape and type) instead of allocating a fresh buffer.
+  bool overwritable(size_t i) const;
   // How many outputs the node names (trailing optional outputs may be absent).
   int num_outputs() const;
   // The float type a float32 the op creates from attributes (Cast to FLOAT, a Constant, a
@@ -87,6 +92,9 @@ void add_nn_ops(OpTable& table);           // onnx_ops_nn.cpp: MatMul, Gemm, Con
 void add_rnn_ops(OpTable& table);          // onnx_ops_rnn.cpp: LSTM, GRU, RNN
 void add_control_ops(OpTable& table);      // onnx_ops_control.cpp: If, Loop, Scan
 const OpTable& op_table();
+// MatMul(A, B) then Add(product, bias) as one node, the interpreter's fusion (onnx_program.cpp):
+// inputs A, B, bias; output the Add's.
+OpFn matmul_add_fn();
 
 // Helpers the families share.
 // The ints of a 1-D (or 0-D) integer tensor input (shapes, axes, pads).

@@ -18,12 +18,36 @@ Ts one(at::Tensor t) { return {std::move(t)}; }
 
 Ts op_matmul(OpContext& c) { return one(at::matmul(c.required(0), c.required(1))); }
 
+bool blas_float(at::ScalarType t) { return t == at::kFloat || t == at::kDouble; }
+
+// The interpreter's MatMul+Add fusion: A [..., M, K] @ B [K, N] + bias [N] as one addmm on A seen
+// as [rows, K] (the bias written into the output, the product accumulated onto it), which is
+// what at::matmul does for these shapes less the second pass; other shapes and types run as the
+// two ops would.
+Ts op_matmul_add(OpContext& c) {
+  const at::Tensor &a = c.required(0), &b = c.required(1), &bias = c.required(2);
+  const auto t = a.scalar_type();
+  if (a.dim() >= 2 && b.dim() == 2 && bias.dim() == 1 && bias.size(0) == b.size(1) && a.size(-1) == b.size(0) &&
+      blas_float(t) && b.scalar_type() == t && bias.scalar_type() == t) {
+    std::vector<int64_t> out(a.sizes().begin(), a.sizes().end());
+    out.back() = b.size(1);
+    return one(at::addmm(bias, a.reshape({-1, a.size(-1)}), b).view(out));
+  }
+  return one(at::add(at::matmul(a, b), bias));
+}
+
 Ts op_gemm(OpContext& c) {
   // A [M, K] (or [K, M] with transA), B [K, N] (or [N, K]), C broadcast to [M, N]
   at::Tensor a = c.required(0), b = c.required(1);
   if (c.attr_int("transA", 0)) a = a.t();
   if (c.attr_int("transB", 0)) b = b.t();
   const double alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  const at::Tensor bias = c.input(2);
+  const auto t = a.scalar_type();
+  // One addmm when the types allow it: C broadcast into the output, then alpha * A @ B onto it.
+  if (bias.defined() && a.dim() == 2 && b.dim() == 2 && bias.dim() <= 2 && blas_float(t) && b.scalar_type() == t &&
+      bias.scalar_type() == t)
+    return one(at::addmm(bias, a, b, beta, alpha));
   at::Tensor y = at::matmul(a, b);
   if (alpha != 1.0) y = y * alpha;
   if (c.input(2).defined() && beta != 0.0) y = y + (beta == 1.0 ? c.input(2) : c.input(2) * beta);
@@ -295,6 +319,14 @@ Ts op_layer_norm(OpContext& c) {
   const double eps = c.attr_float("epsilon", 1e-5f);
   std::vector<int64_t> dims;
   for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
+  // float32 and float64 inputs: ATen's own kernel, which computes in the input's type (the
+  // stash type float32, or wider) and returns the same Mean and InvStdDev ([..., 1, ...]) ONNX does.
+  const bool plain_scale = axis < x.dim() && scale.sizes() == x.sizes().slice(axis) && (!bias.defined() || bias.sizes() == scale.sizes());
+  if (blas_float(x.scalar_type()) && plain_scale && scale.scalar_type() == x.scalar_type() &&
+      (!bias.defined() || bias.scalar_type() == x.scalar_type())) {
+    auto [y, mean, inv] = at::native_layer_norm(x, x.sizes().slice(axis), scale, bias, eps);
+    return {y, mean, inv};
+  }
   const at::Tensor xs = x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);  // stash_type float32 or wider
   const at::Tensor mean = xs.mean(dims, true);
   const at::Tensor var = (xs - mean).pow(2).mean(dims, true);
@@ -435,6 +467,8 @@ Ts reduce(OpContext& c) {
 }
 
 }  // namespace
+
+OpFn matmul_add_fn() { return op_matmul_add; }
 
 void add_nn_ops(OpTable& t) {
   t["MatMul"] = op_matmul; t["Gemm"] = op_gemm; t["Einsum"] = op_einsum; t["Conv"] = op_conv;

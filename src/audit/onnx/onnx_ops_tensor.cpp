@@ -272,7 +272,9 @@ Ts op_expand(OpContext& c) {
     if (a != b && a != 1 && b != 1) c.fail(fmt::format("cannot broadcast [{}] to [{}]", fmt::join(x.sizes().vec(), ", "), fmt::join(shape, ", ")));
     out[i] = a == 1 ? b : a;
   }
-  return one(x.expand(out).contiguous());
+  // A view (stride 0 along the broadcast axes): every op reads it as ATen broadcasting would, and
+  // none writes into it (OpContext::overwritable refuses overlapping layouts), so no copy is made.
+  return one(x.expand(out));
 }
 
 Ts op_tile(OpContext& c) { return one(c.required(0).repeat(to_ints(c.required(1)))); }
