@@ -62,6 +62,15 @@ std::string format_of(const std::string& path, std::string* other_zip) {
 
 }  // namespace
 
+std::pair<std::string, std::string> StreamingOptions::parse_pair(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size() || text.find('=', eq + 1) != std::string::npos)
+    throw InputError(fmt::format("--state '{}': expected IN=OUT (the state input and the output that returns its next "
+                                 "value)",
+                                 text));
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
 std::string model_file_format(const std::string& path) { return format_of(path, nullptr); }
 
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -19,6 +18,7 @@
 
 #include "audit/onnx/onnx_op.h"
 #include "audit/onnx/onnx_tensor.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace grassaudit::onnx_rt {
@@ -330,7 +330,7 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
         graphs.push_back(&g);
         return call(*it->second, inputs, envs, graphs);
       };
-    OpContext ctx(*n.proto, opset, std::move(in), promote, runner);
+    OpContext ctx(*n.proto, opset, std::move(in), promote, std::move(runner));
     std::vector<at::Tensor> out;
     try {
       if (profile) {
@@ -367,16 +367,12 @@ int64_t OnnxProgram::newest_opset() {
 }
 
 std::unique_ptr<OnnxProgram> OnnxProgram::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError("cannot be opened");
-  f.seekg(0, std::ios::end);
-  const int64_t size = f.tellg();
-  if (size < 0 || size > kMaxModelBytes) throw InputError("is over the 2 GiB a protobuf can hold (weights belong in external data)");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  f.seekg(0);
-  f.read(bytes.data(), size);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(kMaxModelBytes))
+    throw InputError("is over the 2 GiB a protobuf can hold (weights belong in external data)");
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return from_bytes(bytes, dir.empty() ? "." : dir);
+  return from_bytes(read_file(path), dir.empty() ? "." : dir);
 }
 
 std::unique_ptr<OnnxProgram> OnnxProgram::from_bytes(const std::string& bytes, const std::string& model_dir) {

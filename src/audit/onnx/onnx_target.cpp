@@ -9,15 +9,6 @@
 
 namespace grassaudit {
 
-std::pair<std::string, std::string> StreamingOptions::parse_pair(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size() || text.find('=', eq + 1) != std::string::npos)
-    throw InputError(fmt::format("--state '{}': expected IN=OUT (the state input and the output that returns its next "
-                                 "value)",
-                                 text));
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
 namespace {
 
 std::unique_ptr<GraphProgram> load_model(const std::string& path, const StreamingOptions& streaming,

@@ -46,16 +46,9 @@ int64_t onnx_code_of(at::ScalarType t) {
   }
 }
 
-const char* onnx_type_name(int64_t code) {
-  if (code >= 0 && code <= INT_MAX && onnx::TensorProto::DataType_IsValid(static_cast<int>(code))) {
-    static std::string names[64];
-    const int c = static_cast<int>(code);
-    if (c < 64) {
-      if (names[c].empty()) names[c] = onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(c));
-      return names[c].c_str();
-    }
-  }
-  return "unknown";
+std::string onnx_type_name(int64_t code) {
+  if (code < 0 || code > INT_MAX || !onnx::TensorProto::DataType_IsValid(static_cast<int>(code))) return "unknown";
+  return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(code));
 }
 
 namespace {

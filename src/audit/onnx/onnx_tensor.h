@@ -19,7 +19,7 @@ namespace grassaudit::onnx_rt {
 std::optional<at::ScalarType> scalar_type_of(int64_t code, std::string* why);
 // The ONNX code of an ATen type (float, double, half, bfloat16, the ints, bool).
 int64_t onnx_code_of(at::ScalarType t);
-const char* onnx_type_name(int64_t code);
+std::string onnx_type_name(int64_t code);  // "FLOAT", "UINT16", ...; "unknown"
 
 // The tensor a TensorProto holds (a copy, owned). `model_dir`: the folder external data is read
 // from ("" = none allowed). `fail` is called with one line (and must throw) on a wrong byte count,
