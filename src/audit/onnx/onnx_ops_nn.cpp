@@ -15,7 +15,23 @@ using Ts = std::vector<at::Tensor>;
 
 Ts one(at::Tensor t) { return {std::move(t)}; }
 
-Ts op_matmul(OpContext& c) { return one(at::matmul(c.required(0), c.required(1))); }
+// fail() when the product of a [..., N, K] and b [..., K, M] (numpy's matmul, batch dimensions
+// broadcast) would be over the limit; shapes ATen refuses are left to it.
+void check_product(const OpContext& c, const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() == 0 || b.dim() == 0) return;
+  const auto batch = broadcast_shape({a.sizes().slice(0, std::max<int64_t>(a.dim() - 2, 0)),
+                                      b.sizes().slice(0, std::max<int64_t>(b.dim() - 2, 0))});
+  if (!batch) return;
+  std::vector<int64_t> out = *batch;
+  if (a.dim() >= 2) out.push_back(a.size(-2));
+  if (b.dim() >= 2) out.push_back(b.size(-1));
+  c.check_size(out, "the product");
+}
+
+Ts op_matmul(OpContext& c) {
+  check_product(c, c.required(0), c.required(1));
+  return one(at::matmul(c.required(0), c.required(1)));
+}
 
 Ts op_gemm(OpContext& c) {
   // A [M, K] (or [K, M] with transA), B [K, N] (or [N, K]), C broadcast to [M, N]
@@ -23,6 +39,10 @@ Ts op_gemm(OpContext& c) {
   if (c.attr_int("transA", 0)) a = a.t();
   if (c.attr_int("transB", 0)) b = b.t();
   const double alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  check_product(c, a, b);
+  if (c.input(2).defined() && a.dim() == 2 && b.dim() == 2)
+    if (const auto out = broadcast_shape({std::vector<int64_t>{a.size(0), b.size(1)}, c.input(2).sizes()}))
+      c.check_size(*out, "the output");
   at::Tensor y = at::matmul(a, b);
   if (alpha != 1.0) y = y * alpha;
   if (c.input(2).defined() && beta != 0.0) y = y + (beta == 1.0 ? c.input(2) : c.input(2) * beta);
@@ -42,6 +62,9 @@ Ts op_einsum(OpContext& c) {
 struct ConvGeometry {
   std::vector<int64_t> stride, dilation, begin, end;
 };
+// Strides and dilations past this are refused (no model steps further), so the geometry's
+// arithmetic stays far from overflowing.
+constexpr int64_t kMaxStride = int64_t{1} << 20;
 
 ConvGeometry conv_geometry(OpContext& c, const at::Tensor& x, const std::vector<int64_t>& kernel, bool transposed) {
   const size_t n = kernel.size();
@@ -55,6 +78,12 @@ ConvGeometry conv_geometry(OpContext& c, const at::Tensor& x, const std::vector<
   g.begin.assign(n, 0);
   g.end.assign(n, 0);
   if (g.stride.size() != n || g.dilation.size() != n) c.fail("strides or dilations do not match the kernel's rank");
+  for (size_t i = 0; i < n; ++i)
+    if (g.stride[i] < 1 || g.stride[i] > kMaxStride || g.dilation[i] < 1 || g.dilation[i] > kMaxStride)
+      c.fail(fmt::format("strides [{}] and dilations [{}] must be between 1 and {}", fmt::join(g.stride, ", "),
+                         fmt::join(g.dilation, ", "), kMaxStride));
+  for (int64_t p : pads)
+    if (p < -c.max_elements() || p > c.max_elements()) c.fail(fmt::format("a pad of {}", p));
   if (auto_pad == "NOTSET") {
     if (!pads.empty()) {
       if (pads.size() != 2 * n) c.fail(fmt::format("{} pads for a {}-D kernel", pads.size(), n));
@@ -87,12 +116,17 @@ Ts op_conv(OpContext& c) {
   // X [N, C, spatial...], W [M, C/group, kernel...], B [M]
   const at::Tensor &x = c.required(0), &w = c.required(1);
   const at::Tensor b = c.input(2);
+  if (w.dim() < 3 || w.dim() > 5) c.fail(fmt::format("a weight of rank {} (a 1-D to 3-D convolution)", w.dim()));
   std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
-  if (kernel.empty() || kernel.size() > 3) c.fail(fmt::format("a {}-D convolution", kernel.size()));
   const ConvGeometry g = conv_geometry(c, x, kernel, false);
   const int64_t groups = c.attr_int("group", 1);
   bool symmetric = true;
   for (size_t i = 0; i < kernel.size(); ++i) symmetric = symmetric && g.begin[i] == g.end[i];
+  // Output [N, M, spatial...]: refused before it is allocated when over the limit.
+  std::vector<int64_t> out_shape{x.size(0), w.size(0)};
+  for (size_t i = 0; i < kernel.size(); ++i)
+    out_shape.push_back((x.size(2 + i) + g.begin[i] + g.end[i] - g.dilation[i] * (kernel[i] - 1) - 1) / g.stride[i] + 1);
+  c.check_size(out_shape, "the output");
   at::Tensor in = x;
   std::vector<int64_t> padding(kernel.size(), 0);
   if (symmetric) padding = g.begin;
@@ -111,14 +145,22 @@ Ts op_conv_transpose(OpContext& c) {
   // X [N, C, spatial...], W [C, M/group, kernel...], B [M]
   const at::Tensor &x = c.required(0), &w = c.required(1);
   const at::Tensor b = c.input(2);
+  if (w.dim() < 3 || w.dim() > 5)
+    c.fail(fmt::format("a weight of rank {} (a 1-D to 3-D transposed convolution)", w.dim()));
   std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
   const size_t n = kernel.size();
-  if (n == 0 || n > 3) c.fail(fmt::format("a {}-D transposed convolution", n));
   ConvGeometry g = conv_geometry(c, x, kernel, true);
   const int64_t groups = c.attr_int("group", 1);
+  if (groups < 1 || w.size(1) > c.max_elements() / groups) c.fail(fmt::format("group {}", groups));
   std::vector<int64_t> out_pad = c.attr_ints("output_padding");
   if (out_pad.empty()) out_pad.assign(n, 0);
   const std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+  if (out_pad.size() != n || (!out_shape.empty() && out_shape.size() < n))
+    c.fail("output_padding or output_shape does not match the kernel's rank");
+  for (int64_t v : out_pad)
+    if (v < 0 || v > kMaxStride) c.fail(fmt::format("output_padding {}", v));
+  for (int64_t v : out_shape)
+    if (v < 0 || v > c.max_elements()) c.fail(fmt::format("output_shape {}", v));
   if (!out_shape.empty()) {
     // total padding from the requested output size; the odd unit at the end unless SAME_LOWER
     const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
@@ -130,7 +172,14 @@ Ts op_conv_transpose(OpContext& c) {
       g.end[i] = auto_pad == "SAME_LOWER" ? small : big;
     }
   }
-  // Full transposed convolution with no padding, then crop begin/end (negative: pad).
+  // Full transposed convolution with no padding, then crop begin/end (negative: pad); both
+  // refused before they are allocated when over the limit.
+  std::vector<int64_t> full_shape{x.size(0), w.size(1) * groups}, cropped_shape;
+  for (size_t i = 0; i < n; ++i) full_shape.push_back(g.stride[i] * (x.size(2 + i) - 1) + (kernel[i] - 1) * g.dilation[i] + 1);
+  c.check_size(full_shape, "the full output");
+  cropped_shape = full_shape;
+  for (size_t i = 0; i < n; ++i) cropped_shape[2 + i] += out_pad[i] - g.begin[i] - g.end[i];
+  c.check_size(cropped_shape, "the output");
   at::Tensor y = at::convolution(x, w, b, g.stride, std::vector<int64_t>(n, 0), g.dilation, true,
                                  std::vector<int64_t>(n, 0), groups);
   std::vector<int64_t> p;
