@@ -676,6 +676,49 @@ def stream_case(case: Dict, failures: List[str]) -> Dict:
     }
 
 
+SUITE_LEN = 16  # the suite's --seq-len
+
+
+def write_suite(entries) -> None:
+    """audits/onnx.json: the fixtures as audit suite cases, with the brute-force expectations. The
+    audit perturbs one kind of input per model, so a model taking ids and features is audited with
+    its ids held at ones and its features perturbed (both reach every output the same way)."""
+    cases = []
+    for e in entries:
+        cli = e["cli"]
+        inputs = [cli[k + 1] for k in range(0, len(cli), 2) if cli[k] == "--input"]
+        state = [cli[k + 1] for k in range(0, len(cli), 2) if cli[k] == "--state"]
+        kinds = {i.split("=")[-1].split(":")[0] for i in inputs}
+        why = e["description"] + f" (torch.onnx.export, PyTorch {torch.__version__}, opset {OPSET})"
+        if {"tokens", "features"} <= kinds:
+            inputs = [i.split("=")[0] + "=ones" if "tokens:" in i else i for i in inputs]
+            why += "; the ids held at ones (the audit perturbs one kind of input per model), the features perturbed"
+        h = e["expect"]["leak_horizon"]
+        case = {"name": e["file"][:-5].replace("_", "-"), "model": "../tests/fixtures/onnx/" + e["file"],
+                "seq_len": SUITE_LEN, "mode": "both",
+                "expect": {"verdict": e["expect"]["verdict"], "leak_horizon": SUITE_LEN - 1 if h == GROWS else h},
+                "why": why}
+        if len(inputs) == 1:
+            case["input"] = inputs[0]
+        else:
+            case["inputs"] = inputs
+        if state:
+            case["state"] = state
+        cases.append(case)
+    suite = {"suite": "onnx",
+             "description": ("ONNX models written by torch.onnx.export (PyTorch " + torch.__version__ + ", opset "
+                             + str(OPSET) + ", dynamic batch and sequence axes), run by grassaudit's ONNX "
+                             "interpreter: causal and leaky twins of masked attention (Trilu and Where masks), "
+                             "convolutions, GRU and bidirectional LSTM, CumSum recurrences, a two-input model with "
+                             "named outputs, If, and streaming steps with state (--state) and a constant input. "
+                             "Models and expectations from reference/make_onnx_fixtures.py (brute force on the torch "
+                             "model and on the file under onnxruntime); the streaming models' horizons are in frames."),
+             "producer": "PyTorch " + torch.__version__, "cases": cases}
+    with open(os.path.join(ROOT, "audits", "onnx.json"), "w") as f:
+        json.dump(suite, f, indent=2)
+        f.write("\n")
+
+
 def main() -> None:
     if int(torch.__version__.split(".")[0]) < 2:
         sys.exit(f"make_onnx_fixtures.py: needs PyTorch 2.x, this is {torch.__version__} "
@@ -709,6 +752,7 @@ def main() -> None:
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
+    write_suite(entries)
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     digest = hashlib.sha256()
     for f in sorted(os.listdir(OUT)):

@@ -10,8 +10,15 @@ the attention and the MLP (GPT-2's places): a model whose train mode differs fro
   python3 reference/make_user_gpt.py --export OUT.pt2   (PyTorch 2.5+: the same model, same seed,
       saved by torch.export with a dynamic batch and sequence dimension, for `grassaudit bench
       --files OUT.pt,OUT.pt2`: the graph interpreter against TorchScript on one model)
+  /usr/bin/python3 reference/make_user_gpt.py --onnx OUT.onnx   (torch 1.13: the same model, same
+      seed, exported by torch.onnx.export at opset 17 with dynamic batch and sequence axes, input
+      "ids", output "logits", for `grassaudit bench --files OUT.pt,OUT.onnx`: the ONNX interpreter
+      against TorchScript on one model)
 """
+import collections
 import math
+import os
+import re
 import sys
 import time
 
@@ -67,6 +74,34 @@ class GPT(nn.Module):
         return self.head(self.ln(h))
 
 
+def export_onnx(path: str) -> None:
+    # Opset 17 is the newest torch 1.13 writes (LayerNormalization is one node from 17 on). The
+    # host has no onnxruntime and no onnx package, so the check here is torch's own: the graph it
+    # exported, as text, takes "ids" with both axes dynamic, holds every weight and no Dropout;
+    # agreement with TorchScript is checked by running both files through grassaudit.
+    torch.manual_seed(20261201)
+    model = GPT().eval()
+    ids = torch.randint(0, V, (2, 64), generator=torch.Generator().manual_seed(1))
+    kw = dict(input_names=["ids"], output_names=["logits"], opset_version=17, do_constant_folding=True,
+              dynamic_axes={"ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}})
+    with torch.no_grad():
+        torch.onnx.export(model, (ids,), path, **kw)
+        text = torch.onnx.export_to_pretty_string(model, (ids,), **kw)
+    ops = collections.Counter(re.findall(r'Node \{type: "(\w+)"', text))
+    weights = len(re.findall(r"TensorProto shape: \[", text.split("nodes: [")[0]))
+    problems = []
+    if 'inputs: [{name: "ids", type:Tensor dtype: 7, Tensor dims: ? ?}]' not in text:
+        problems.append("input 'ids' is not int64 [batch, seq] with both axes dynamic")
+    if weights != len(list(model.parameters())):
+        problems.append(f"{weights} initializers for {len(list(model.parameters()))} parameters")
+    if ops["Dropout"]:
+        problems.append("Dropout nodes in an eval-mode export")
+    if problems or os.path.getsize(path) < 4 * sum(p.numel() for p in model.parameters()):
+        sys.exit(f"{path}: the export is not the model: {'; '.join(problems) or 'file smaller than its weights'}")
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters -> {path}; {sum(ops.values())} nodes: "
+          + ", ".join(f"{k} {n}" for k, n in ops.most_common()), file=sys.stderr)
+
+
 def main() -> None:
     if sys.argv[1] == "--time-forward":
         path, L, threads = sys.argv[2], int(sys.argv[4]), int(sys.argv[6])
@@ -90,6 +125,9 @@ def main() -> None:
         ep = torch.export.export(model, (ids,),
                                  dynamic_shapes=({0: Dim("batch", max=4096), 1: Dim("seq", min=2, max=MAX_LEN)},))
         torch.export.save(ep, sys.argv[2])
+        return
+    if sys.argv[1] == "--onnx":
+        export_onnx(sys.argv[2])
         return
     p = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--dropout" else 0.0
     torch.manual_seed(20261201)

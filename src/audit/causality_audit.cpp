@@ -16,6 +16,7 @@
 #include "audit/audit_prober.h"
 #include "audit/audit_refusal.h"
 #include "audit/contract_checks.h"
+#include "audit/incremental_audit.h"
 #include "audit/model_signature.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
@@ -578,6 +579,12 @@ nlohmann::json opt_json(const std::optional<T>& v) {
 }
 }  // namespace
 
+nlohmann::json to_json(const PropertyCounterexample& c) {
+  return {{"kind", c.kind},   {"seq_len", c.seq_len},     {"cut", c.cut},       {"batch", c.batch},
+          {"perturbation", c.perturbation}, {"mode", c.mode}, {"seed", c.seed}, {"positions", c.positions},
+          {"effect", c.effect}, {"precision", c.precision}, {"cases", c.cases}};
+}
+
 nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json j;
   j["verdict"] = r.verdict;
@@ -682,9 +689,8 @@ nlohmann::json to_json(const AuditResult& r) {
     violations.push_back(vj);
   }
   j["violations"] = violations;
-  j["counterexample"] = r.counterexample_json.empty() ? nlohmann::json(nullptr)
-                                                      : nlohmann::json::parse(r.counterexample_json);
-  j["incremental"] = r.incremental_json.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(r.incremental_json);
+  j["counterexample"] = r.counterexample ? to_json(*r.counterexample) : nlohmann::json(nullptr);
+  j["incremental"] = r.incremental ? to_json(*r.incremental) : nlohmann::json(nullptr);
   // Every output leaf; one entry (the output itself) for a one-output target.
   nlohmann::json outs = nlohmann::json::array();
   const auto leaves = r.outputs.empty() ? std::vector<OutputResult>{output_result(r, "", r.output_shape)} : r.outputs;
@@ -749,12 +755,7 @@ std::string headline_name(const Violation& v, const AuditResult& r) {
   if (v.kind == "window")
     return fmt::format("WINDOW EXCEEDED (reads {} back, the window allows {})", v.horizon, v.allowed);
   if (v.kind == "incremental") {
-    bool consistent = false;
-    if (!r.incremental_json.empty()) {
-      const auto j = nlohmann::json::parse(r.incremental_json, nullptr, /*allow_exceptions=*/false);
-      consistent = j.is_object() && j.value("consistent", false);
-    }
-    if (!consistent)
+    if (!r.incremental || !r.incremental->consistent)
       return fmt::format("incremental path INCONSISTENT (step() differs from forward() by {:.3g} at y_{})", e.effect,
                          e.position);
     return fmt::format("incremental path NOT ISOLATED (outputs moved by {:.3g}: state kept outside the passed state)",

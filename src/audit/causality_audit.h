@@ -36,6 +36,7 @@
 //     each cut (the mirror image of the future probe).
 // A contract (lookahead K, window W) says what is allowed: y_t may read x_{t-W+1} .. x_{t+K}.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -189,6 +190,21 @@ struct PrecisionFloor {
   bool float32_sized = false;
 };
 
+// The minimal failing case of the property search (--property N, audit/property_search.h).
+struct PropertyCounterexample {
+  std::string kind;          // the property that broke: future | window | length | batch
+  int64_t seq_len = 0, cut = 0, batch = 0;
+  std::string perturbation;  // what was replaced
+  std::string mode;          // mode_name()
+  uint64_t seed = 0;
+  std::vector<int64_t> positions;  // the output positions that moved
+  double effect = 0;
+  std::string precision;
+  int64_t cases = 0;         // cases the search ran
+};
+
+struct IncrementalResult;  // audit/incremental_audit.h
+
 struct AuditResult {
   std::string verdict;           // verdict_name(): causal | leaky
   int64_t leak_horizon = 0;
@@ -245,10 +261,10 @@ struct AuditResult {
   // Wall seconds per check (future tables incl. their float64 re-runs, batch, length, past,
   // gradient, property), for the cost of each.
   std::vector<std::pair<std::string, double>> seconds_by_check;
-  // Set by the property search (--property N): the minimal failing case, as JSON text.
-  std::string counterexample_json;
-  // Set by the incremental audit (--incremental, audit/incremental_audit.h), as JSON text.
-  std::string incremental_json;
+  // Set by the property search (--property N) when it finds a failing case.
+  std::optional<PropertyCounterexample> counterexample;
+  // Set by the incremental audit (--incremental, audit/incremental_audit.h).
+  std::shared_ptr<const IncrementalResult> incremental;
   // Structured outputs (run_output_audits): every leaf, audited or skipped; the fields above
   // are those of `worst_output`. Empty for a target with one output (to_json then lists it).
   std::vector<OutputResult> outputs;
@@ -270,6 +286,7 @@ void validate_audit_options(const AuditOptions& options);
 AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& options);
 
 nlohmann::json to_json(const AuditResult& r);
+nlohmann::json to_json(const PropertyCounterexample& c);
 // The summary of an audited output leaf (path and shape as given).
 OutputResult output_result(const AuditResult& r, const std::string& path, const std::vector<int64_t>& shape);
 // The leak map as CSV: t,D,effect (rows with effect > 0 only).

@@ -268,7 +268,7 @@ IncrementalResult audit_incremental(AuditTarget& target, const AuditOptions& aud
 }
 
 void attach_incremental(const IncrementalResult& inc, AuditResult& r) {
-  r.incremental_json = to_json(inc).dump();
+  r.incremental = std::make_shared<const IncrementalResult>(inc);
   for (const auto& n : inc.notes)
     if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(n);
   r.seconds_by_check.emplace_back("incremental", inc.seconds);

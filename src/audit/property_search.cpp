@@ -193,19 +193,20 @@ Failure sweep_smaller(CaseChecker& checker, const Failure& found) {
   return found;
 }
 
-std::string failure_json(const Failure& f, int64_t cases, const std::string& precision) {
-  nlohmann::json j{{"kind", f.kind},
-                   {"seq_len", f.c.L},
-                   {"cut", f.c.cut},
-                   {"batch", f.c.batch},
-                   {"perturbation", perturbation_name(f.c.perturbation)},
-                   {"mode", mode_name(f.c.mode)},
-                   {"seed", f.c.seed},
-                   {"positions", f.positions},
-                   {"effect", f.effect},
-                   {"precision", precision},
-                   {"cases", cases}};
-  return j.dump();
+PropertyCounterexample counterexample_of(const Failure& f, int64_t cases, const std::string& precision) {
+  PropertyCounterexample c;
+  c.kind = f.kind;
+  c.seq_len = f.c.L;
+  c.cut = f.c.cut;
+  c.batch = f.c.batch;
+  c.perturbation = perturbation_name(f.c.perturbation);
+  c.mode = mode_name(f.c.mode);
+  c.seed = f.c.seed;
+  c.positions = f.positions;
+  c.effect = f.effect;
+  c.precision = precision;
+  c.cases = cases;
+  return c;
 }
 
 }  // namespace
@@ -274,7 +275,7 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
     return;
   }
   const Failure& f = *last_failure;
-  r.counterexample_json = failure_json(f, cases, precision);
+  r.counterexample = counterexample_of(f, cases, precision);
   Evidence ev;
   ev.mode = mode_name(f.c.mode);
   ev.seq_len = f.c.L;

@@ -34,6 +34,8 @@ std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
                            : at::randn({o.batch, o.seq_len, spec.size}, gen, at::kFloat);
   at::NoGradGuard no_grad;
   std::vector<std::vector<double>> ms(targets.size());
+  std::vector<std::optional<double>> abs_diff(targets.size()), rel_diff(targets.size());
+  at::Tensor y0;
   using clock = std::chrono::steady_clock;
   for (int r = 0; r < o.warmup + o.reps; ++r) {
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -42,6 +44,14 @@ std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
       const double t = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
       if (!y.defined()) throw InputError(o.files[i] + ": the forward returned nothing");
       if (r >= o.warmup) ms[i].push_back(t);
+      if (r == 0) {
+        if (i == 0) y0 = y.to(at::kDouble);
+        if (y.sizes() == y0.sizes()) {
+          const double scale = y0.abs().max().item<double>();
+          abs_diff[i] = (y.to(at::kDouble) - y0).abs().max().item<double>();
+          if (scale > 0) rel_diff[i] = *abs_diff[i] / scale;
+        }
+      }
     }
   }
   std::vector<FileForwardTiming> out;
@@ -59,6 +69,8 @@ std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
     t.tokens_per_second = static_cast<double>(o.batch * o.seq_len) / (t.ms_median / 1000.0);
     t.threads = at::get_num_threads();
     t.machine = machine_description();
+    t.max_abs_diff = abs_diff[i];
+    t.max_rel_diff = rel_diff[i];
     out.push_back(t);
   }
   return out;
@@ -72,7 +84,9 @@ nlohmann::json to_json(const FileForwardTiming& t) {
                         {"ms_per_forward", {{"median", t.ms_median}, {"min", t.ms_min}, {"max", t.ms_max}}},
                         {"tokens_per_second", t.tokens_per_second},
                         {"threads", t.threads},
-                        {"machine", t.machine}};
+                        {"machine", t.machine},
+                        {"max_abs_diff_vs_first", t.max_abs_diff ? nlohmann::json(*t.max_abs_diff) : nlohmann::json()},
+                        {"max_rel_diff_vs_first", t.max_rel_diff ? nlohmann::json(*t.max_rel_diff) : nlohmann::json()}};
 }
 
 }  // namespace grassaudit

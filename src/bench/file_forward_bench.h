@@ -2,8 +2,10 @@
 // Plain forwards through model files, side by side: each file opened through the one model-file
 // seam (audit/model_file.h: TorchScript, torch.export, ...), eval mode, no gradients, the same
 // input for all, reps interleaved file by file so their ratio is measured under one load. What a
-// format's interpreter costs against another format of the same model.
+// format's interpreter costs against another format of the same model, and whether the formats
+// compute the same thing (each file's output against the first file's).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct FileForwardTiming {
   double ms_median = 0, ms_min = 0, ms_max = 0, tokens_per_second = 0;
   int threads = 0;
   std::string machine;
+  // The first rep's output against the first file's on the same input: max |y - y0| and that over
+  // max |y0| (the first file's own: 0); nullopt when the outputs' shapes differ (or y0 is all zeros).
+  std::optional<double> max_abs_diff, max_rel_diff;
 };
 
 // InputError (one line) for a file that does not open or an input it does not take.

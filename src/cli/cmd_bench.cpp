@@ -57,7 +57,8 @@ const char* kUsage =
     "(head included); tokens_per_second, ms_per_token and the state's bytes (KV cache / Grassmann buffer).\n"
     "Files mode: plain eval-mode forwards of [B, L] (default 32 x 128) through each model file (any format\n"
     "the audit reads; --input as for audit), no gradients, reps interleaved file by file: one format's\n"
-    "interpreter against another on the same model.\n"
+    "interpreter against another on the same model; each file's first output against the first file's\n"
+    "(max_abs_diff_vs_first, max_rel_diff_vs_first: over the first file's max |y|).\n"
     "Several comma-separated mixers (and sequence lengths) are timed in one run with their reps\n"
     "interleaved, so their ratios are measured side by side. Output: JSON on stdout (one object, or {\"results\": [...]}\n"
     "for several mixers) with tokens_per_second (median over reps), ms_per_step {median,min,max},\n"
@@ -179,8 +180,9 @@ int run(int argc, char** argv) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& t : bench_file_forward(o)) {
       arr.push_back(to_json(t));
-      std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f})\n", t.file,
-                               t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max);
+      std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f}), max rel diff {}\n",
+                               t.file, t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max,
+                               t.max_rel_diff ? fmt::format("{:.2g}", *t.max_rel_diff) : "-");
     }
     const std::string text = nlohmann::json{{"files", arr}}.dump(2) + "\n";
     std::cout << text;

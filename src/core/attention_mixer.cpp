@@ -121,8 +121,9 @@ void register_attention_mixers(MixerRegistry& registry) {
   fast.summary = "causally masked multi-head self-attention (baseline)";
   fast.base_name = "attention";
   fast.reference_twin = "literal-attention";
-  fast.family = MixerFamily::kAttention;
-  fast.pairing = MixerPairing::kCausalMask;
+  const MixerKind kind = public_mixer_kind(fast.base_name);
+  fast.family = kind.family;
+  fast.pairing = kind.pairing;
   registry.add(fast, [](const ModelConfig& cfg, int64_t) -> std::shared_ptr<TokenMixerImpl> {
     return std::make_shared<AttentionMixerImpl>(cfg.d_model, cfg.heads, cfg.dropout, cfg.pre_norm());
   });

@@ -235,28 +235,29 @@ void register_grassmann_mixers(MixerRegistry& registry) {
       return std::make_shared<GrassmannMixerImpl>(o);
     };
   };
-  auto info = [](std::string name, std::string summary, std::string base, std::string twin, MixerPairing pairing) {
+  auto info = [](std::string name, std::string summary, std::string base, std::string twin) {
     MixerInfo m;
     m.name = std::move(name);
     m.summary = std::move(summary);
     m.base_name = std::move(base);
     m.reference_twin = std::move(twin);
-    m.family = MixerFamily::kGrassmann;
-    m.pairing = pairing;
+    const MixerKind kind = public_mixer_kind(m.base_name);
+    m.family = kind.family;
+    m.pairing = kind.pairing;
     m.is_reference = m.reference_twin.empty();  // the literal paths are the references
     return m;
   };
   registry.add(info("future", "Grassmann, pairs (z_t, z_{t+D}): the paper read literally (sees the future)",
-                    "future", "literal-future", MixerPairing::kFuture),
+                    "future", "literal-future"),
                make(PairDirection::kFuture, false));
   registry.add(info("past", "Grassmann, pairs (z_t, z_{t-D}): the public reproductions' reading (causal)", "past",
-                    "literal-past", MixerPairing::kPast),
+                    "literal-past"),
                make(PairDirection::kPast, false));
   registry.add(info("literal-future", "future, literal per-offset reference path (slow; for tests and bench)",
-                    "future", "", MixerPairing::kFuture),
+                    "future", ""),
                make(PairDirection::kFuture, true));
   registry.add(info("literal-past", "past, literal per-offset reference path (slow; for tests and bench)", "past",
-                    "", MixerPairing::kPast),
+                    ""),
                make(PairDirection::kPast, true));
 }
 

@@ -9,21 +9,9 @@
 
 namespace grassaudit {
 
-std::string family_name(MixerFamily family) {
-  switch (family) {
-    case MixerFamily::kGrassmann: return "grassmann";
-    case MixerFamily::kAttention: return "attention";
-  }
-  throw std::logic_error("family_name: unknown MixerFamily");
-}
-
-std::string pairing_name(MixerPairing pairing) {
-  switch (pairing) {
-    case MixerPairing::kFuture: return "future";
-    case MixerPairing::kPast: return "past";
-    case MixerPairing::kCausalMask: return "causal-mask";
-  }
-  throw std::logic_error("pairing_name: unknown MixerPairing");
+MixerKind public_mixer_kind(const std::string& base_name) {
+  if (const auto kind = find_public_mixer(base_name)) return *kind;
+  throw std::logic_error(fmt::format("mixer registry: '{}' is not a public mixer name (util/mixer_kind.h)", base_name));
 }
 
 torch::Tensor TokenMixerImpl::step(const torch::Tensor&, MixerCache&) { throw InputError(incremental_unsupported()); }
@@ -83,6 +71,13 @@ void MixerRegistry::check_consistency() const {
   for (const auto& kv : entries_) {
     const MixerInfo& m = kv.second.info;
     if (m.base_name.empty()) fail(fmt::format("'{}' has no base name", m.name));
+    // summary.json carries only the base name; the report reads family and pairing back from it.
+    const auto kind = find_public_mixer(m.base_name);
+    if (!kind) fail(fmt::format("'{}' has base name '{}', not in public_mixers() (util/mixer_kind.h)", m.name,
+                                m.base_name));
+    if (kind->family != m.family || kind->pairing != m.pairing)
+      fail(fmt::format("'{}' is {} / {}, but its base name '{}' stands for {} / {}", m.name, family_name(m.family),
+                       pairing_name(m.pairing), m.base_name, family_name(kind->family), pairing_name(kind->pairing)));
     if (m.is_reference) {
       if (!m.reference_twin.empty()) fail(fmt::format("reference '{}' has a reference twin", m.name));
       auto base = entries_.find(m.base_name);

@@ -1,6 +1,8 @@
 #pragma once
 // The one interface every token mixer implements, and the registry: the one place that knows
-// which mixers exist and what each one is (family, pairing, reference twin, public name).
+// which mixers exist and what each one is (family, pairing, reference twin, public name). The
+// family and pairing vocabulary, and which public name stands for which, is util/mixer_kind.h,
+// shared with the report; every entry here agrees with it (check_consistency).
 // A mixer maps the block input h [B, L, d] to the mixed, normalised state hhat [B, L, d] that
 // the block's feed-forward then reads. Blocks hold std::shared_ptr<TokenMixerImpl> so any
 // registered mixer plugs in.
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include <torch/nn/module.h>
+
+#include "util/mixer_kind.h"
 
 namespace grassaudit {
 
@@ -39,13 +43,6 @@ class TokenMixerImpl : public torch::nn::Module {
 using TokenMixerFactory =
     std::function<std::shared_ptr<TokenMixerImpl>(const ModelConfig&, int64_t layer)>;
 
-enum class MixerFamily { kGrassmann, kAttention };
-// Which positions output t reads: future (t and t+D), past (t and t-D), causal-mask (1..t).
-enum class MixerPairing { kFuture, kPast, kCausalMask };
-
-std::string family_name(MixerFamily family);      // "grassmann" | "attention"
-std::string pairing_name(MixerPairing pairing);   // "future" | "past" | "causal-mask"
-
 struct MixerInfo {
   std::string name;            // registry name (ModelConfig::mixer, --mixer)
   std::string summary;         // one line for `grassaudit mixers`
@@ -56,6 +53,10 @@ struct MixerInfo {
   MixerPairing pairing = MixerPairing::kPast;
   bool is_reference = false;   // a slow, readable reference path (for tests and bench)
 };
+
+// The family and pairing that the public name `base_name` stands for (util/mixer_kind.h), for
+// filling a MixerInfo; std::logic_error for a name that is not in that table.
+MixerKind public_mixer_kind(const std::string& base_name);
 
 // Maps mixer names to their description and factory. Every built-in mixer is added by an
 // explicit call in register_builtin_mixers() when instance() is first used (no static
@@ -74,7 +75,9 @@ class MixerRegistry {
   // The non-reference entries: what users train, audit and report.
   std::vector<std::string> public_names() const;
   std::string summary(const std::string& name) const;
-  // Throws std::logic_error unless every reference_twin names a reference entry of the same
+  // Throws std::logic_error unless every entry's base_name is in public_mixers() with the entry's
+  // family and pairing (summary.json carries only that name, and the report reads family and
+  // pairing back from the table), every reference_twin names a reference entry of the same
   // family, pairing and base name, and every reference's base_name is a public entry.
   void check_consistency() const;
 

@@ -7,7 +7,6 @@
 #include <torch/utils.h>
 
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,18 +24,18 @@
 #include "train/loop.h"
 #include "train/provenance.h"
 #include "train/rank_output.h"
+#include "train/run_setup.h"
 #include "train/progress.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
 #include "util/sha256.h"
 #include "util/jsonl_log.h"
-#include "util/make_dirs.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Position of one seed's training plus its best validation, stored under meta["state"].
@@ -47,21 +46,16 @@ struct SeedState {
   std::optional<LogExtent> metrics_extent;  // the seed's metrics file when the checkpoint was taken
 
   json to_json() const {
-    json j{{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}};
-    loop.write_json(j, "examples_seen");
-    if (metrics_extent) write_log_extent(j, *metrics_extent);
-    return j;
+    return task_state_json(
+        {{"best_val_acc", best_val_acc ? json(*best_val_acc) : json(nullptr)}, {"best_epoch", best_epoch}}, loop,
+        "examples_seen", metrics_extent);
   }
   static SeedState from_json(const json& j, const std::string& where) {
     SeedState s;
-    s.loop = LoopState::read_json(j, "examples_seen", where);
-    try {
+    read_task_state(j, "examples_seen", where, s.loop, s.metrics_extent, [&] {
       if (!j.at("best_val_acc").is_null()) s.best_val_acc = j.at("best_val_acc").get<double>();
       s.best_epoch = j.at("best_epoch").get<int64_t>();
-      s.metrics_extent = read_log_extent(j);
-    } catch (const json::exception& e) {
-      throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
-    }
+    });
     return s;
   }
 };
@@ -275,20 +269,9 @@ struct NliPaths {
 
 NliPaths prepare_nli_out_dir(const NliTrainRequest& req, const NliRun& run) {
   NliPaths p{req.out_dir, req.out_dir + "/checkpoints/last.ckpt"};
-  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
-  make_dirs(p.out);
-  make_dirs(p.out + "/checkpoints");
-  for (const auto& dir : {p.out, p.out + "/checkpoints"})  // partial files of a killed run
-    for (const auto& stale : remove_stale_temp_files(dir))
-      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
-  if (!run.resuming) {
-    bool taken = fs::exists(p.last) || fs::exists(p.out + "/summary.json");
-    for (uint64_t s : run.seeds) taken = taken || fs::exists(p.metrics(s));
-    if (taken)
-      throw InputError(fmt::format("{} already holds a run (summary.json, metrics or checkpoints/last.ckpt); choose "
-                                   "another --out, or continue it with --resume {}",
-                                   p.out, p.last));
-  }
+  std::vector<std::string> run_files{p.last, p.out + "/summary.json"};
+  for (uint64_t s : run.seeds) run_files.push_back(p.metrics(s));
+  prepare_run_folder(p.out, p.last, !run.resuming, run_files, "summary.json, metrics or checkpoints/last.ckpt");
   return p;
 }
 
@@ -451,20 +434,10 @@ class NliSeedTask : public TrainingTask {
 // The best-validation weights of `seed` on every rank (`last` when no best checkpoint was
 // written). Data-parallel: rank 0, which writes best-seed*.ckpt, decides and sends them.
 NliModel best_weights(NliModel last, const NliRun& run, const NliPrepared& p, const NliPaths& paths, uint64_t seed) {
-  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best(seed)) ? 1.0 : 0.0}, at::kDouble);
-  dist::broadcast(has_best, 0);
-  if (has_best.item<double>() == 0) return last;
-  NliModel best{nullptr};
-  if (dist::is_main()) {
-    best = load_nli_checkpoint(paths.best(seed)).model;
-  } else {
-    CpuRngGuard keep;  // building the model draws initial weights
-    best = NliModel(run.model, p.vocab_map);
-  }
-  std::vector<at::Tensor> weights = best->parameters();
-  for (const auto& b : best->buffers()) weights.push_back(b);
-  dist::broadcast_tensors(weights);
-  return best;
+  const std::string path = paths.best(seed);
+  return best_weights_from_rank0(
+             path, [&] { return load_nli_checkpoint(path).model; }, [&] { return NliModel(run.model, p.vocab_map); })
+      .value_or(last);
 }
 
 struct SeedTest {
@@ -503,13 +476,9 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
     st.loop.total_steps = p.total_steps;
   }
   model->train();
-  auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
+  auto optimizer = make_adamw(*model, adamw_settings(t));
   if (resume_this) load_nli_optimizer_and_rng(req.resume, *optimizer);
-  {
-    std::vector<at::Tensor> state = model->parameters();  // every rank starts from rank 0's weights
-    for (const auto& b : model->buffers()) state.push_back(b);
-    dist::broadcast_tensors(state);
-  }
+  broadcast_weights(*model);  // every rank starts from rank 0's weights
   // Everything the resume needs has loaded: only now is the seed's log cut back to the checkpoint.
   if (resume_this && dist::is_main())
     restore_metrics_log(paths.metrics(seed), st.metrics_extent, st.loop.step, req.resume);
@@ -521,22 +490,11 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
                                        : std::string("new model"));
   Progress progress(p.total_steps, t.log_every, req.plain_progress);
   NliSeedTask task(run, p, paths, seed, model, st, *optimizer, metrics, progress);
-  LoopSettings loop;
-  loop.epochs = t.epochs;
-  loop.warmup_steps = p.warmup;
-  loop.lr = t.lr;
-  loop.min_lr_ratio = t.min_lr_ratio;
-  loop.clip = t.clip;
-  loop.log_every = t.log_every;
-  loop.last_step = p.total_steps;
+  const LoopSettings loop = loop_settings(t, p.warmup, p.total_steps);
   const LoopEnd end = run_training_loop(loop, task, *model, *optimizer, st.loop, metrics, progress);
   progress.break_line();
   if (end == LoopEnd::kInterrupted) {
-    task.save_last();
-    std::cerr << fmt::format(
-        "grassaudit train-nli: stopped by {} in seed {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
-        "  continue with: grassaudit train-nli --resume {}\n",
-        interrupt_cause(), seed, st.loop.step, st.loop.epoch_float(), paths.last, paths.last);
+    save_after_signal(task, "train-nli", fmt::format(" in seed {}", seed), st.loop, paths.last);
     return false;
   }
 
@@ -578,12 +536,12 @@ bool train_seed(const NliTrainRequest& req, NliRun& run, const NliPrepared& p, c
   return true;
 }
 
-// summary.json over the seeds, in the order given; and the one-line result.
+// summary.json (util/run_summary.h) over the seeds, in the order given; and the one-line result.
 void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& paths, const NliCounts& counts) {
   const NliConfig& m = run.model;
   std::vector<double> val, test, walls, zeroed;
   std::vector<uint64_t> done_seeds;
-  std::vector<int64_t> best_epochs;
+  std::vector<long long> best_epochs;
   double wall = 0, train_seconds = 0;
   for (uint64_t s : run.seeds)
     for (const auto& r : run.completed)
@@ -597,57 +555,59 @@ void write_nli_summary(const NliRun& run, const NliPrepared& p, const NliPaths& 
         wall += r.wall_seconds;
         train_seconds += r.train_seconds;
       }
-  json summary{{"run", run_name_of(paths.out)},
-               {"task", "snli"},
-               {"head", m.head},
-               {"features", counts.features},
-               {"protocol", p.data.protocol},
-               {"seeds", done_seeds},
-               {"val_acc", val},
-               {"test_acc", test},
-               {"val_acc_mean", mean_of(val)},
-               {"val_acc_std", sample_std(val)},
-               {"test_acc_mean", mean_of(test)},
-               {"test_acc_std", sample_std(test)},
-               {"best_epochs", best_epochs},
-               {"params", counts.params},
-               {"head_params", counts.head_params},
-               {"encoder_params", counts.params - counts.head_params},
-               {"embedding_rows", p.rows},
-               {"epochs", run.train.epochs},
-               {"batch", run.train.batch},
-               {"lr", run.train.lr},
-               {"d_model", m.d_model},
-               {"head_layers", m.head_layers},
-               {"encoder_layers", m.encoder_layers},
-               {"heads", m.heads},
-               {"d_ff", m.d_ff},
-               {"dropout", m.dropout},
-               {"max_sentence_tokens", run.train.max_sentence_tokens},
-               {"train_pairs", p.n_train},
-               {"val_pairs", p.data.val.examples.size()},
-               {"test_pairs", p.data.test.examples.size()},
-               {"wall_seconds", wall},
-               {"wall_seconds_per_seed", walls},
-               {"train_seconds", train_seconds},
-               {"threads", at::get_num_threads()},
-               {"blas", blas_in_use()},
-               {"world_size", dist::world_size()},
-               {"provenance", run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", dist::world_size()})}};
+  RunSummary summary;
+  summary.run = run_name_of(paths.out);
+  summary.task = "snli";
+  SnliSummary& n = summary.snli;
+  n.head = m.head;
+  n.features = counts.features;
+  n.protocol = p.data.protocol;
+  n.seeds = done_seeds;
+  n.val_acc = val;
+  n.test_acc = test;
+  n.val_acc_mean = mean_of(val);
+  n.val_acc_std = sample_std(val);
+  n.test_acc_mean = mean_of(test);
+  n.test_acc_std = sample_std(test);
+  n.best_epochs = best_epochs;
+  summary.params = static_cast<double>(counts.params);
+  n.head_params = counts.head_params;
+  n.encoder_params = counts.params - counts.head_params;
+  n.embedding_rows = p.rows;
+  n.epochs = static_cast<double>(run.train.epochs);
+  n.batch = run.train.batch;
+  n.lr = run.train.lr;
+  n.d_model = m.d_model;
+  n.head_layers = m.head_layers;
+  n.encoder_layers = m.encoder_layers;
+  n.heads = m.heads;
+  n.d_ff = m.d_ff;
+  n.dropout = m.dropout;
+  n.max_sentence_tokens = run.train.max_sentence_tokens;
+  n.train_pairs = p.n_train;
+  n.val_pairs = static_cast<long long>(p.data.val.examples.size());
+  n.test_pairs = static_cast<long long>(p.data.test.examples.size());
+  summary.wall_seconds = wall;
+  n.wall_seconds_per_seed = walls;
+  summary.train_seconds = train_seconds;
+  summary.threads = at::get_num_threads();
+  summary.blas = blas_in_use();
+  summary.world_size = dist::world_size();
+  summary.provenance = run_provenance(ProvenanceInputs{p.data.file_sha256, "cpu", dist::world_size()});
   if (m.head == "grassmann") {
-    summary["d_proj"] = m.d_proj;
-    summary["window"] = m.window;
-    summary["stride"] = m.stride;
-    summary["pairing"] = "each token with the mean of its window (z_t ^ m_w), per mixing head";
+    n.d_proj = m.d_proj;
+    n.window = m.window;
+    n.stride = m.stride;
+    n.pairing = "each token with the mean of its window (z_t ^ m_w), per mixing head";
     // Same best weights, every Pluecker feature zeroed (per seed, in seed order); a seed
     // finished by an older build has none, and then the list is shorter than "seeds".
-    summary["test_acc_pluecker_zeroed"] = zeroed;
+    n.test_acc_pluecker_zeroed = zeroed;
     if (zeroed.size() == test.size()) {
-      summary["test_acc_pluecker_zeroed_mean"] = mean_of(zeroed);
-      summary["test_acc_pluecker_zeroed_std"] = sample_std(zeroed);
+      n.test_acc_pluecker_zeroed_mean = mean_of(zeroed);
+      n.test_acc_pluecker_zeroed_std = sample_std(zeroed);
     }
   }
-  if (dist::is_main()) write_file_atomic(paths.out + "/summary.json", summary.dump(2) + "\n");
+  if (dist::is_main()) write_file_atomic(paths.out + "/summary.json", to_json(summary).dump(2) + "\n");
   std::cout << fmt::format(
       "{} head over {} seed(s): val accuracy {:.4f} ± {:.4f}, test accuracy {:.4f} ± {:.4f} (mean ± sample std); "
       "{} parameters; {} wall; artifacts in {}\n",

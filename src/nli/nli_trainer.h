@@ -12,7 +12,7 @@
 //                           tokens_per_second, elapsed} every log_every steps and at epoch ends;
 //                          {"type":"eval", seed, epoch, step, split:"val", accuracy, loss} per
 //                          epoch; {"type":"eval", split:"test", epoch: best epoch, ...} at the end
-//   summary.json           the report generator's SNLI record (report/runs.cpp), all seeds
+//   summary.json           the report generator's SNLI record (util/run_summary.h), all seeds
 //   checkpoints/last.ckpt  the current seed's state (+ results of the seeds already done)
 //   checkpoints/best-seed<S>.ckpt  the best-validation weights of seed S (test is run on them)
 #include <cstdint>

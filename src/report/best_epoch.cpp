@@ -65,10 +65,10 @@ std::string standing_paragraph(const Published& pub, const BestEpochPair& p) {
   const RunRecord& a = *p.attention;
   std::string out;
   const PaperLmRow* pt = a.seq_len && a.layers
-                             ? find_paper_row(pub, Family::kAttention, *a.layers, *a.seq_len)
+                             ? find_paper_row(pub, MixerFamily::kAttention, *a.layers, *a.seq_len)
                              : nullptr;
   const PaperLmRow* pg = a.seq_len && a.layers
-                             ? find_paper_row(pub, Family::kGrassmann, *a.layers, *a.seq_len)
+                             ? find_paper_row(pub, MixerFamily::kGrassmann, *a.layers, *a.seq_len)
                              : nullptr;
   if (pt && pg) {
     const double paper = pg->val_ppl / pt->val_ppl;
@@ -155,8 +155,8 @@ std::vector<BestEpochPair> best_epoch_pairs(const std::vector<RunRecord>& runs) 
   for (const RunRecord* r : best_epoch_runs(runs)) {
     if (!valid_at_best(*r)) continue;
     BestEpochPair& p = by_key[setting_key(*r)];
-    if (r->family == Family::kAttention) p.attention = r;
-    if (r->family == Family::kGrassmann && r->pairing == Pairing::kPast) p.past = r;
+    if (r->family == MixerFamily::kAttention) p.attention = r;
+    if (r->family == MixerFamily::kGrassmann && r->pairing == MixerPairing::kPast) p.past = r;
   }
   std::vector<BestEpochPair> out;
   for (auto& [key, p] : by_key) {

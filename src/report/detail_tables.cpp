@@ -18,7 +18,7 @@ std::string render_run_details(const std::vector<RunRecord>& runs) {
         mixer_label(r) + " / " + (r.pairing ? pairing_name(*r.pairing) : "-"),
         test_ppl_cell(r),
         or_dash(r.d_model),
-        r.family == Family::kAttention ? "-" : or_dash(r.rank),
+        r.family == MixerFamily::kAttention ? "-" : or_dash(r.rank),
         or_dash(r.seed),
         r.tokens_seen ? fmt_count(*r.tokens_seen) : "?",
         r.wall_seconds ? fmt::format("{:.0f}", *r.wall_seconds) : "?",

@@ -112,7 +112,7 @@ void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
     std::set<long long> paper_depths;
     for (const auto& p : pub.lm) {
       if (p.schedule != "first" || p.seq_len != len) continue;
-      const bool grass = p.family == Family::kGrassmann;
+      const bool grass = p.family == MixerFamily::kGrassmann;
       plots.push_back(fmt::format("{} with lines lc rgb {} dt 3 lw 2 title {}", p.val_ppl,
                                   grass ? "'gray30'" : "'gray60'",
                                   q("paper " + p.model + " L" + std::to_string(p.seq_len) + ", " +
@@ -389,7 +389,7 @@ void plan_learning_curves(const std::vector<RunRecord>& runs, const Published& p
   for (const auto& p : pub.lm) {
     if (p.schedule != "first" || !settings.count({p.seq_len, p.layers})) continue;
     plots.push_back(fmt::format("{} with lines lc rgb {} dt 3 lw 2 title {}", p.val_ppl,
-                                p.family == Family::kGrassmann ? "'gray30'" : "'gray60'",
+                                p.family == MixerFamily::kGrassmann ? "'gray30'" : "'gray60'",
                                 q("paper " + p.model + " L" + std::to_string(p.seq_len) + ", " +
                                   std::to_string(p.layers) + " layers, best of " +
                                   fmt_epochs(pub.epochs) + " epochs: " + p.val_ppl_text)));

@@ -8,13 +8,13 @@ std::string mixer_label(const RunRecord& run) {
   return run.family ? family_name(*run.family) : "-";
 }
 
-std::string pairing_words(Pairing pairing) {
+std::string pairing_words(MixerPairing pairing) {
   switch (pairing) {
-    case Pairing::kFuture:
+    case MixerPairing::kFuture:
       return "future (paper-literal)";
-    case Pairing::kPast:
+    case MixerPairing::kPast:
       return "past";
-    case Pairing::kCausalMask:
+    case MixerPairing::kCausalMask:
       return "causal mask";
   }
   return "?";
@@ -23,7 +23,7 @@ std::string pairing_words(Pairing pairing) {
 std::string pairing_label(const RunRecord& run) {
   if (!run.pairing) return "-";
   std::string out = pairing_words(*run.pairing);
-  if (run.family == Family::kGrassmann && !run.offsets.empty()) {
+  if (run.family == MixerFamily::kGrassmann && !run.offsets.empty()) {
     out += "; offsets " + fmt_offsets(run.offsets);
     if (run.offset_mode == "per-layer") out += " one per layer";
     if (run.offset_mode == "all") out += " all in every layer";

@@ -38,7 +38,7 @@ std::vector<std::string> run_differences(const Published& pub, const RunRecord& 
   } else if (*run.epochs != pub.epochs) {
     c.push_back(epochs_phrase(*run.epochs) + " vs the paper's " + fmt_epochs(pub.epochs));
   }
-  const Family family = run.family.value_or(Family::kGrassmann);
+  const MixerFamily family = run.family.value_or(MixerFamily::kGrassmann);
   const PaperLmRow* same_len =
       run.seq_len ? find_paper_row_same_len(pub, family, *run.seq_len) : nullptr;
   if (run.seq_len && run.layers &&
@@ -55,7 +55,7 @@ std::vector<std::string> run_differences(const Published& pub, const RunRecord& 
     c.push_back("d_model " + std::to_string(*run.d_model) + " vs the paper's " +
                 std::to_string(*pub.d_model));
   }
-  if (family == Family::kGrassmann) {
+  if (family == MixerFamily::kGrassmann) {
     if (run.rank && pub.rank && *run.rank != *pub.rank) {
       c.push_back("rank " + std::to_string(*run.rank) + " vs the paper's " + std::to_string(*pub.rank));
     }

@@ -12,7 +12,7 @@ namespace {
 
 // Our causal seed group with the same tokenizer, L, depth, width and normalisation as `ref`, and
 // the given pairing (the best one if several settings match): its mean over seeds is the number.
-const SeedGroup* causal_peer(const std::vector<SeedGroup>& groups, const RunRecord& ref, Pairing pairing) {
+const SeedGroup* causal_peer(const std::vector<SeedGroup>& groups, const RunRecord& ref, MixerPairing pairing) {
   const SeedGroup* best = nullptr;
   for (const auto& g : groups) {
     const RunRecord& r = g.first();
@@ -63,13 +63,13 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
   md += "- Audit: " + audit_label(run) + ".\n";
   const auto q = run.quarantined_best_valid_ppl;
   const PaperLmRow* paper =
-      run.layers && run.seq_len ? find_paper_row(pub, Family::kGrassmann, *run.layers, *run.seq_len)
+      run.layers && run.seq_len ? find_paper_row(pub, MixerFamily::kGrassmann, *run.layers, *run.seq_len)
                                 : nullptr;
   // No row at this depth: compare with the paper's Grassmann row at the same L (first
   // schedule) and say that the depth differs, rather than saying nothing.
   bool depth_differs = false;
   if (!paper && run.seq_len) {
-    paper = find_paper_row_same_len(pub, Family::kGrassmann, *run.seq_len);
+    paper = find_paper_row_same_len(pub, MixerFamily::kGrassmann, *run.seq_len);
     depth_differs = paper != nullptr;
   }
   if (q) {
@@ -86,8 +86,8 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
     md += ".\n";
   }
   const std::vector<SeedGroup> groups = seed_groups(runs);
-  const SeedGroup* past = causal_peer(groups, run, Pairing::kPast);
-  const SeedGroup* attn = causal_peer(groups, run, Pairing::kCausalMask);
+  const SeedGroup* past = causal_peer(groups, run, MixerPairing::kPast);
+  const SeedGroup* attn = causal_peer(groups, run, MixerPairing::kCausalMask);
   if (past || attn) {
     md += "- Our causal runs at the same tokenizer, L, depth, width and normalisation:";
     if (past) md += " past pairing " + group_valid_cell(*past) + " (`" + past->label + "`)";
@@ -145,7 +145,7 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
                                 or_dash(run.layers));
       // Say what a literal run at the paper's depth measured, if there is one; predict nothing.
       for (const auto& other : runs) {
-        if (other.task != "lm" || other.pairing != Pairing::kFuture || other.name == run.name) continue;
+        if (other.task != "lm" || other.pairing != MixerPairing::kFuture || other.name == run.name) continue;
         if (other.layers != paper->layers || other.seq_len != run.seq_len || !other.quarantined_best_valid_ppl) continue;
         conclusion += fmt::format(" The literal run at the paper's depth, `{}`, reached {} after {}.", other.name,
                                   quarantined_cell(*other.quarantined_best_valid_ppl, other.audit.leak_horizon),
@@ -175,7 +175,7 @@ std::vector<LiteralFinding> literal_findings(const Published& pub,
                                              const std::vector<RunRecord>& runs) {
   std::vector<LiteralFinding> out;
   for (const auto& r : runs) {
-    if (r.task == "lm" && r.pairing == Pairing::kFuture) out.push_back(analyse(pub, runs, r));
+    if (r.task == "lm" && r.pairing == MixerPairing::kFuture) out.push_back(analyse(pub, runs, r));
   }
   if (out.empty()) {
     LiteralFinding none;

@@ -223,7 +223,7 @@ void read_reproductions(Published& pub, const std::string& path) {
     row.init = opt_string(s, "init", where).value_or("");
     row.seeds = opt_integer_array(s, "seeds", where);
     row.pairing = parse_pairing(req_string(r, "pairing", where), where);
-    if (!pairing_fits(Family::kGrassmann, row.pairing)) {
+    if (!pairing_fits(MixerFamily::kGrassmann, row.pairing)) {
       throw InputError(where + ": 'pairing' is the Grassmann model's: future or past, got \"" +
                        pairing_name(row.pairing) + "\"");
     }
@@ -292,7 +292,7 @@ Published load_published(const std::string& reference_dir) {
   return pub;
 }
 
-const PaperLmRow* find_paper_row(const Published& pub, Family family, long long layers,
+const PaperLmRow* find_paper_row(const Published& pub, MixerFamily family, long long layers,
                                  long long seq_len, const std::string& schedule) {
   for (const auto& r : pub.lm) {
     if (r.family == family && r.layers == layers && r.seq_len == seq_len &&
@@ -303,7 +303,7 @@ const PaperLmRow* find_paper_row(const Published& pub, Family family, long long 
   return nullptr;
 }
 
-const PaperLmRow* find_paper_row_same_len(const Published& pub, Family family, long long seq_len) {
+const PaperLmRow* find_paper_row_same_len(const Published& pub, MixerFamily family, long long seq_len) {
   for (const auto& r : pub.lm) {
     if (r.family == family && r.seq_len == seq_len && r.schedule == "first") return &r;
   }

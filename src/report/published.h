@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "report/mixer_kind.h"
+#include "util/mixer_kind.h"
 
 namespace grassaudit {
 
 struct PaperLmRow {
   std::string model;     // "TransformerLM" | "GrassmannLM"
-  Family family;         // "mixer": "attention" | "grassmann"
-  Pairing pairing;       // "causal-mask" | "future-as-written" (kFuture); fits the family
+  MixerFamily family;    // "mixer": "attention" | "grassmann"
+  MixerPairing pairing;  // "causal-mask" | "future-as-written" (kFuture); fits the family
   std::string schedule;  // "first" | "second"
   long long layers = 0;
   long long seq_len = 0;
@@ -73,7 +73,7 @@ struct ReproLmRow {
   std::string norm;         // "pre" | "post" | "" (not stated)
   std::string init;         // e.g. "N(0, 0.02)" | "" (not stated)
   std::vector<long long> seeds;  // empty: not stated
-  Pairing pairing;          // the Grassmann model's: "past" | "future"
+  MixerPairing pairing;     // the Grassmann model's: "past" | "future"
   std::string split;        // "valid" | "test" | "" (not stated)
   std::optional<double> transformer_ppl;
   std::optional<double> grassmann_ppl;
@@ -135,12 +135,12 @@ struct Published {
 Published load_published(const std::string& reference_dir);
 
 // The paper's Grassmann / Transformer row for (layers, L) and schedule, if any.
-const PaperLmRow* find_paper_row(const Published& pub, Family family, long long layers,
+const PaperLmRow* find_paper_row(const Published& pub, MixerFamily family, long long layers,
                                  long long seq_len, const std::string& schedule = "first");
 
 // The paper's first-schedule row for `family` at the same L (any depth), if any: the closest
 // published setting when the depth has no row.
-const PaperLmRow* find_paper_row_same_len(const Published& pub, Family family, long long seq_len);
+const PaperLmRow* find_paper_row_same_len(const Published& pub, MixerFamily family, long long seq_len);
 
 // The published gap recomputed from its perplexities, in percent: (G / T - 1) * 100.
 double gap_percent(const PublishedGap& gap);

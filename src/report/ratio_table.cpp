@@ -21,8 +21,8 @@ std::string setting_text(const std::string& tokenizer, long long seq_len, long l
          " layers, " + epochs;
 }
 
-std::string model_word(Family family) {
-  return family == Family::kAttention ? "Transformer" : "Grassmann";
+std::string model_word(MixerFamily family) {
+  return family == MixerFamily::kAttention ? "Transformer" : "Grassmann";
 }
 
 void paper_rows(const Published& pub, std::vector<RatioRow>& out) {
@@ -31,8 +31,8 @@ void paper_rows(const Published& pub, std::vector<RatioRow>& out) {
   if (!pub.optimizer_stated) unknown.push_back("optimizer and learning rate");
   unknown.push_back("seeds and spread (single numbers)");
   for (const auto& g : pub.lm) {
-    if (g.family != Family::kGrassmann) continue;
-    const PaperLmRow* t = find_paper_row(pub, Family::kAttention, g.layers, g.seq_len, g.schedule);
+    if (g.family != MixerFamily::kGrassmann) continue;
+    const PaperLmRow* t = find_paper_row(pub, MixerFamily::kAttention, g.layers, g.seq_len, g.schedule);
     if (!t) continue;
     RatioRow row;
     row.origin = RowOrigin::kPaper;
@@ -119,8 +119,8 @@ void repro_rows(const Published& pub, std::vector<RatioRow>& out) {
     if (!r.norm.empty() && !pub.norm.empty() && r.norm != pub.norm) {
       c.push_back(r.norm + "-norm vs the paper's " + pub.norm + "-norm");
     }
-    const PaperLmRow* pt = find_paper_row(pub, Family::kAttention, r.layers, r.seq_len);
-    const PaperLmRow* pg = find_paper_row(pub, Family::kGrassmann, r.layers, r.seq_len);
+    const PaperLmRow* pt = find_paper_row(pub, MixerFamily::kAttention, r.layers, r.seq_len);
+    const PaperLmRow* pg = find_paper_row(pub, MixerFamily::kGrassmann, r.layers, r.seq_len);
     if (!pt) {
       c.push_back("the paper has no row at L " + std::to_string(r.seq_len) + " with " +
                   std::to_string(r.layers) + " layers");
@@ -200,9 +200,9 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     const RunRecord& r = g.first();
     PairKey key{r.tokenizer,         r.dataset, r.seq_len.value_or(-1), r.layers.value_or(-1),
                 r.d_model.value_or(-1), r.norm,    precision_label(r),        r.patience};
-    if (r.family == Family::kAttention) {
+    if (r.family == MixerFamily::kAttention) {
       pairs[key].first.push_back(&g);
-    } else if (r.pairing == Pairing::kPast) {
+    } else if (r.pairing == MixerPairing::kPast) {
       pairs[key].second.push_back(&g);
     }
   }

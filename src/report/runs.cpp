@@ -6,6 +6,8 @@
 
 #include "report/json_io.h"
 #include "util/error.h"
+#include "util/quarantine.h"
+#include "util/run_provenance.h"
 
 namespace grassaudit {
 namespace {
@@ -13,138 +15,54 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-bool is_ppl_key(const std::string& key) {
-  return ends_with(key, "ppl") || key.find("perplexity") != std::string::npos;
-}
-
-// Enforces the quarantine naming rule on every key of `value`, recursively.
-//   leaky:  a perplexity key without the "quarantined_" prefix is malformed;
-//   causal: a "quarantined_" perplexity key is malformed (contradicts the verdict).
-void check_ppl_keys(const json& value, const std::string& verdict, const std::string& where) {
-  if (value.is_array()) {
-    for (const auto& e : value) check_ppl_keys(e, verdict, where);
-    return;
-  }
-  if (!value.is_object()) return;
-  for (auto it = value.begin(); it != value.end(); ++it) {
-    const std::string& key = it.key();
-    if (is_ppl_key(key)) {
-      const bool quarantined = starts_with(key, "quarantined_");
-      if (verdict == "leaky" && !quarantined) {
-        throw InputError(where + ": malformed artifact: audit verdict is leaky but '" + key +
-                         "' is a plain perplexity key (leaky runs must use 'quarantined_" + key +
-                         "')");
-      }
-      if (verdict == "causal" && quarantined) {
-        throw InputError(where + ": malformed artifact: audit verdict is causal but '" + key +
-                         "' is quarantined");
-      }
-    }
-    check_ppl_keys(it.value(), verdict, where);
-  }
-}
-
-std::string check_verdict(const std::optional<std::string>& v, const std::string& where) {
-  if (!v) throw InputError(where + ": audit block has no 'verdict'");
-  if (*v != "causal" && *v != "leaky") {
-    throw InputError(where + ": audit verdict must be \"causal\" or \"leaky\", got \"" + *v + "\"");
-  }
-  return *v;
-}
-
-// "mixer" names both family and pairing; the optional "family" and "pairing" keys restate
-// them, so one that disagrees is a malformed artifact rather than a second opinion.
-void read_mixer(RunRecord& run, const json& j, const std::string& path) {
-  const std::string mixer = req_string(j, "mixer", path);
-  const MixerKind kind = parse_run_mixer(mixer, path);
-  if (const auto family = opt_string(j, "family", path)) {
-    if (parse_family(*family, path) != kind.family) {
-      throw InputError(path + ": malformed artifact: 'family' \"" + *family +
-                       "\" contradicts 'mixer' \"" + mixer + "\"");
-    }
-  }
-  if (const auto pairing = opt_string(j, "pairing", path)) {
-    if (parse_pairing(*pairing, path) != kind.pairing) {
-      throw InputError(path + ": malformed artifact: 'pairing' \"" + *pairing +
-                       "\" contradicts 'mixer' \"" + mixer + "\"");
-    }
-  }
-  run.family = kind.family;
-  run.pairing = kind.pairing;
-}
-
+// The report's record of a summary.json: the fields of its task, flattened.
 void read_summary(RunRecord& run, const std::string& path) {
-  const json j = parse_json_file(path);
-  require_object(j, path);
-
-  if (auto a = j.find("audit"); a != j.end() && !a->is_null()) {
-    require_object(*a, path + " (audit)");
-    run.audit.verdict = check_verdict(opt_string(*a, "verdict", path), path);
-    run.audit.leak_horizon = opt_integer(*a, "leak_horizon", path);
-    run.audit.max_effect = opt_number(*a, "max_effect", path);
-    run.audit.weights_sha256 = opt_string(*a, "weights_sha256", path).value_or("");
-  }
-  check_ppl_keys(j, run.audit.verdict, path);
-
-  run.task = opt_string(j, "task", path).value_or("lm");
-  if (run.task != "lm" && run.task != "snli") {
-    throw InputError(path + ": 'task' must be \"lm\" or \"snli\", got \"" + run.task + "\"");
-  }
-  run.params = opt_number(j, "params", path);
-  run.threads = opt_integer(j, "threads", path);
-  run.provenance = read_provenance(j, path);
-  run.blas = opt_string(j, "blas", path).value_or("");
-  run.wall_seconds = opt_number(j, "wall_seconds", path);
+  const RunSummary s = read_run_summary(parse_json_file(path), path);
+  run.audit = s.audit.value_or(RunAudit{});
+  run.task = s.task;
+  run.params = s.params;
+  run.threads = s.threads;
+  run.provenance = read_run_provenance(s.provenance, path);
+  run.blas = s.blas.value_or("");
+  run.wall_seconds = s.wall_seconds;
 
   if (run.task == "snli") {
-    run.head = req_string(j, "head", path);
-    run.dataset = opt_string(j, "features", path).value_or("");
-    run.seeds = opt_integer_array(j, "seeds", path);
-    run.val_acc = opt_number_array(j, "val_acc", path);
-    run.test_acc = opt_number_array(j, "test_acc", path);
-    run.epochs = opt_number(j, "epochs", path);
-    run.train_pairs = opt_integer(j, "train_pairs", path);
-    if (run.val_acc.empty()) throw InputError(path + ": missing 'val_acc'");
-    if (!run.seeds.empty() && run.seeds.size() != run.val_acc.size()) {
-      throw InputError(path + ": 'seeds' and 'val_acc' differ in length");
-    }
-    if (!run.test_acc.empty() && run.test_acc.size() != run.val_acc.size()) {
-      throw InputError(path + ": 'test_acc' and 'val_acc' differ in length");
-    }
+    const SnliSummary& n = s.snli;
+    run.head = n.head;
+    run.dataset = n.features.value_or("");
+    for (uint64_t seed : n.seeds) run.seeds.push_back(static_cast<long long>(seed));
+    run.val_acc = n.val_acc;
+    run.test_acc = n.test_acc;
+    run.epochs = n.epochs;
+    run.train_pairs = n.train_pairs;
     return;
   }
 
-  read_mixer(run, j, path);
-  run.tokenizer = opt_string(j, "tokenizer", path).value_or("");
-  run.dataset = opt_string(j, "dataset", path).value_or("");
-  run.seq_len = opt_integer(j, "seq_len", path);
-  run.layers = opt_integer(j, "layers", path);
-  run.d_model = opt_integer(j, "d_model", path);
-  run.rank = opt_integer(j, "rank", path);
-  run.heads = opt_integer(j, "heads", path);
-  run.seed = opt_integer(j, "seed", path);
-  run.offsets = opt_integer_array(j, "offsets", path);
-  run.offset_mode = opt_string(j, "offset_mode", path).value_or("");
-  run.norm = opt_string(j, "norm", path).value_or("post");
-  if (run.norm != "post" && run.norm != "pre")
-    throw InputError(path + ": \"norm\" must be \"post\" or \"pre\", got \"" + run.norm + "\"");
-  run.epochs = opt_number(j, "epochs", path);
-  run.stopped_by = opt_string(j, "stopped_by", path).value_or("");
-  run.best_epoch = opt_number(j, "best_epoch", path);
-  run.epochs_planned = opt_integer(j, "epochs_planned", path);
-  run.patience = opt_integer(j, "patience", path).value_or(0);
-  run.tokens_seen = opt_number(j, "tokens_seen", path);
-  run.tokens_per_second = opt_number(j, "tokens_per_second", path);
-  run.best_valid_ppl = opt_number(j, "best_valid_ppl", path);
-  run.test_ppl = opt_number(j, "test_ppl", path);
-  run.quarantined_best_valid_ppl = opt_number(j, "quarantined_best_valid_ppl", path);
-  run.quarantined_test_ppl = opt_number(j, "quarantined_test_ppl", path);
+  const LmSummary& m = s.lm;
+  run.family = m.mixer.family;
+  run.pairing = m.mixer.pairing;
+  run.tokenizer = m.tokenizer.value_or("");
+  run.dataset = m.dataset.value_or("");
+  run.seq_len = m.seq_len;
+  run.layers = m.layers;
+  run.d_model = m.d_model;
+  run.rank = m.rank;
+  run.heads = m.heads;
+  if (m.seed) run.seed = static_cast<long long>(*m.seed);
+  run.offsets = m.offsets.value_or(std::vector<long long>{});
+  run.offset_mode = m.offset_mode.value_or("");
+  run.norm = m.norm.value_or("post");
+  run.epochs = m.epochs;
+  run.stopped_by = m.stopped_by.value_or("");
+  run.best_epoch = m.best_epoch;
+  run.epochs_planned = m.epochs_planned;
+  run.patience = m.patience.value_or(0);
+  run.tokens_seen = m.tokens_seen;
+  run.tokens_per_second = m.tokens_per_second;
+  run.best_valid_ppl = m.best_valid_ppl;
+  run.test_ppl = m.test_ppl;
+  run.quarantined_best_valid_ppl = m.quarantined_best_valid_ppl;
+  run.quarantined_test_ppl = m.quarantined_test_ppl;
 }
 
 void read_metrics(RunRecord& run, const std::string& path) {
@@ -268,7 +186,7 @@ Standing standing_of(const RunRecord& run) {
 }
 
 std::optional<long long> expected_horizon(const RunRecord& run) {
-  if (run.pairing != Pairing::kFuture || run.offsets.empty()) return std::nullopt;
+  if (run.pairing != MixerPairing::kFuture || run.offsets.empty()) return std::nullopt;
   if (run.offset_mode == "all") {
     if (!run.layers) return std::nullopt;
     return *run.layers * *std::max_element(run.offsets.begin(), run.offsets.end());

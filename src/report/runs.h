@@ -1,14 +1,15 @@
 #pragma once
-// One training run's artifacts as the report sees them: reports/runs/<name>/summary.json,
-// metrics.jsonl and audit.json. Loading validates the quarantine rule: a run whose audit says
+// One training run's artifacts as the report sees them: reports/runs/<name>/summary.json (read
+// by util/run_summary.h, its one schema), metrics.jsonl and audit.json. Loading validates the quarantine rule: a run whose audit says
 // "leaky" may carry perplexities only under keys prefixed "quarantined_"; anything else is a
 // malformed artifact (InputError naming the file).
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "report/mixer_kind.h"
 #include "report/provenance.h"
+#include "util/mixer_kind.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 
@@ -19,12 +20,8 @@ enum class Standing {
   kUnaudited,    // no audit block: perplexities withheld
 };
 
-struct RunAudit {
-  std::string verdict;  // "causal" | "leaky"; empty when the summary has no audit block
-  std::optional<long long> leak_horizon;
-  std::optional<double> max_effect;
-  std::string weights_sha256;
-};
+// summary.json's audit block; the verdict is empty when the summary has none.
+using RunAudit = SummaryAudit;
 
 struct EvalPoint {
   double epoch = 0;
@@ -66,8 +63,8 @@ struct RunRecord {
 
   // Language-model runs (family and pairing are nullopt for SNLI runs). Parsed from
   // summary.json's "mixer"; its optional "family" and "pairing" keys must agree with it.
-  std::optional<Family> family;
-  std::optional<Pairing> pairing;
+  std::optional<MixerFamily> family;
+  std::optional<MixerPairing> pairing;
   std::string tokenizer;
   std::string dataset;  // optional: "dataset" (LM) or "features" (SNLI), free text
   std::optional<long long> seq_len, layers, d_model, rank, heads, threads, seed;

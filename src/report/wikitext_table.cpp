@@ -22,7 +22,7 @@ WikiRow paper_row(const Published& pub, const PaperLmRow& r) {
   row.source = r.source;
   row.mixer = family_name(r.family);
   // The paper has no code: its future pairing is only what the text says.
-  row.pairing = r.pairing == Pairing::kFuture ? "future as written (called causal)"
+  row.pairing = r.pairing == MixerPairing::kFuture ? "future as written (called causal)"
                                               : pairing_words(r.pairing);
   if (!r.offsets.empty()) row.pairing += "; offsets " + fmt_offsets(r.offsets);
   row.tokenizer = pub.tokenizer;
@@ -39,13 +39,13 @@ WikiRow paper_row(const Published& pub, const PaperLmRow& r) {
   return row;
 }
 
-WikiRow repro_row(const Published& pub, const ReproLmRow& r, Family family) {
-  const bool attn = family == Family::kAttention;
+WikiRow repro_row(const Published& pub, const ReproLmRow& r, MixerFamily family) {
+  const bool attn = family == MixerFamily::kAttention;
   WikiRow row;
   row.origin = RowOrigin::kReproduction;
   row.source = r.name;
   row.mixer = family_name(family);
-  row.pairing = pairing_words(attn ? Pairing::kCausalMask : r.pairing);
+  row.pairing = pairing_words(attn ? MixerPairing::kCausalMask : r.pairing);
   if (!attn && r.offset_mode == "per-layer") row.pairing += "; one offset per layer";
   if (!attn && r.offset_mode == "all") row.pairing += "; all offsets in every layer";
   if (!r.norm.empty()) row.pairing += "; " + r.norm + "-norm";
@@ -110,8 +110,8 @@ std::vector<WikiRow> wikitext_rows(const Published& pub, const std::vector<RunRe
   std::vector<WikiRow> rows;
   for (const auto& r : pub.lm) rows.push_back(paper_row(pub, r));
   for (const auto& r : pub.repro_lm) {
-    if (r.transformer_ppl) rows.push_back(repro_row(pub, r, Family::kAttention));
-    if (r.grassmann_ppl) rows.push_back(repro_row(pub, r, Family::kGrassmann));
+    if (r.transformer_ppl) rows.push_back(repro_row(pub, r, MixerFamily::kAttention));
+    if (r.grassmann_ppl) rows.push_back(repro_row(pub, r, MixerFamily::kGrassmann));
   }
   for (const auto& g : seed_groups(runs)) rows.push_back(our_row(g));
   return rows;

@@ -165,12 +165,11 @@ void put_ppl(nlohmann::json& j, const std::string& key, double ppl, bool leaky) 
   j[leaky ? "quarantined_" + key : key] = ppl;
 }
 
-nlohmann::json audit_brief(const AuditResult& a) {
-  return nlohmann::json{{"verdict", a.verdict},
-                        {"leak_horizon", a.leak_horizon},
-                        {"max_effect", a.max_effect},
-                        {"weights_sha256", a.weights_sha256}};
+SummaryAudit summary_audit(const AuditResult& a) {
+  return SummaryAudit{a.verdict, a.leak_horizon, a.max_effect, a.weights_sha256};
 }
+
+nlohmann::json audit_brief(const AuditResult& a) { return to_json(summary_audit(a)); }
 
 std::string describe_ppl(const std::string& what, double ppl, const AuditResult& a) {
   const std::string w = a.weights_sha256.substr(0, 12);

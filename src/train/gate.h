@@ -15,6 +15,7 @@
 #include "core/language_model.h"
 #include "core/lm_loss.h"
 #include "text/lm_blocks.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 
@@ -66,9 +67,10 @@ std::optional<GatedEval> gated_evaluate(AuditGate& gate, LanguageModel& model, c
 // Sets j[key] (causal) or j["quarantined_" + key] (leaky) to ppl.
 void put_ppl(nlohmann::json& j, const std::string& key, double ppl, bool leaky);
 
-// {"verdict", "leak_horizon", "max_effect", "weights_sha256"}: the audit block stored beside
-// every metric.
-nlohmann::json audit_brief(const AuditResult& a);
+// The audit block stored beside every metric (summary.json "audit", and the outputs of eval and
+// generate): the verdict, leak horizon, max effect and weights hash.
+SummaryAudit summary_audit(const AuditResult& a);
+nlohmann::json audit_brief(const AuditResult& a);  // to_json(summary_audit(a))
 
 // "valid perplexity 123.45 (audit: causal, weights 1a2b3c4d...)" or
 // "LEAKY valid figure 3.21 -- NOT a valid perplexity (audit: leaky, horizon 15, ...)".

@@ -20,7 +20,6 @@
 #include "core/distributed.h"
 #include "core/generate.h"
 #include "core/lm_loss.h"
-#include "core/rng_guard.h"
 #include "core/row_dropout.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
@@ -33,12 +32,13 @@
 #include "train/progress.h"
 #include "train/provenance.h"
 #include "train/rank_output.h"
+#include "train/run_setup.h"
 #include "train/schedule.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format_count.h"
 #include "util/jsonl_log.h"
-#include "util/make_dirs.h"
+#include "util/run_summary.h"
 
 namespace grassaudit {
 namespace {
@@ -74,20 +74,18 @@ struct LmRunState {
   std::optional<LogExtent> metrics_extent;
 
   json to_json() const {
-    json j{{"best_valid_loss", best_valid_loss ? json(*best_valid_loss) : json(nullptr)},
-           {"best_step", best_step},
-           {"best_epoch", best_epoch},
-           {"last_eval_step", last_eval_step},
-           {"epoch_end_best_loss", epoch_end_best_loss ? json(*epoch_end_best_loss) : json(nullptr)},
-           {"epochs_without_improvement", epochs_without_improvement}};
-    loop.write_json(j, "tokens_seen");
-    if (metrics_extent) write_log_extent(j, *metrics_extent);
-    return j;
+    return task_state_json(
+        {{"best_valid_loss", best_valid_loss ? json(*best_valid_loss) : json(nullptr)},
+         {"best_step", best_step},
+         {"best_epoch", best_epoch},
+         {"last_eval_step", last_eval_step},
+         {"epoch_end_best_loss", epoch_end_best_loss ? json(*epoch_end_best_loss) : json(nullptr)},
+         {"epochs_without_improvement", epochs_without_improvement}},
+        loop, "tokens_seen", metrics_extent);
   }
   static LmRunState from_json(const json& j, const std::string& where) {
     LmRunState s;
-    s.loop = LoopState::read_json(j, "tokens_seen", where);
-    try {
+    read_task_state(j, "tokens_seen", where, s.loop, s.metrics_extent, [&] {
       if (!j.at("best_valid_loss").is_null()) s.best_valid_loss = j.at("best_valid_loss").get<double>();
       s.best_step = j.at("best_step").get<int64_t>();
       s.best_epoch = j.at("best_epoch").get<double>();
@@ -101,10 +99,7 @@ struct LmRunState {
         s.epoch_end_best_loss = s.best_valid_loss;
         s.epochs_without_improvement = std::max<int64_t>(0, s.loop.epoch - std::llround(s.best_epoch));
       }
-      s.metrics_extent = read_log_extent(j);
-    } catch (const json::exception& e) {
-      throw InputError(fmt::format("{}: checkpoint training state is incomplete ({})", where, e.what()));
-    }
+    });
     return s;
   }
 };
@@ -195,16 +190,7 @@ struct RunPaths {
 RunPaths prepare_out_dir(const TrainRequest& req, bool resuming) {
   RunPaths p{req.out_dir, req.out_dir + "/metrics.jsonl", req.out_dir + "/checkpoints/last.ckpt",
              req.out_dir + "/checkpoints/best.ckpt"};
-  if (!dist::is_main()) return p;  // data-parallel: rank 0 alone writes
-  make_dirs(p.out);
-  make_dirs(p.out + "/checkpoints");
-  if (!resuming && (fs::exists(p.metrics) || fs::exists(p.last)))
-    throw InputError(fmt::format("{} already holds a run (metrics.jsonl or checkpoints/last.ckpt); choose "
-                                 "another --out, or continue it with --resume {}",
-                                 p.out, p.last));
-  for (const auto& dir : {p.out, p.out + "/checkpoints"})
-    for (const auto& stale : remove_stale_temp_files(dir))
-      std::cerr << fmt::format("removed {} (a partial file left by a killed process)\n", stale);
+  prepare_run_folder(p.out, p.last, !resuming, {p.metrics, p.last}, "metrics.jsonl or checkpoints/last.ckpt");
   return p;
 }
 
@@ -416,70 +402,69 @@ class LmTask : public TrainingTask {
   int64_t session_first_step_;
 };
 
-// summary.json: the report generator's record of one LM run.
-json lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& paths, const TrainRequest& req,
-                const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end, const json& sessions) {
+// summary.json (util/run_summary.h): the report generator's record of one LM run.
+RunSummary lm_summary(const ResolvedRun& run, const LmSplits& data, const RunPaths& paths, const TrainRequest& req,
+                      const GatedEval& test, int64_t params, double wall_seconds, LoopEnd end, const json& sessions) {
   const ModelConfig& m = run.model;
   const LmRunState& st = run.state;
   const MixerInfo& mixer = MixerRegistry::instance().info(m.mixer);
-  const bool leaky = test.leaky();
-  json s{{"run", run_name_of(paths.out)},
-         {"task", "lm"},
-         {"mixer", mixer.base_name},
-         {"pairing", pairing_name(mixer.pairing)},
-         {"tokenizer", run.train.tokenizer},
-         {"dataset", "wikitext-2 (v1 tokenized, <unk>)"},
-         {"seq_len", data.L},
-         {"layers", m.layers},
-         {"d_model", m.d_model},
-         {"norm", m.norm}};
+  RunSummary s;
+  s.run = run_name_of(paths.out);
+  s.task = "lm";
+  LmSummary& lm = s.lm;
+  lm.mixer = public_mixer_kind(mixer.base_name);
+  lm.pairing = mixer.pairing;
+  lm.tokenizer = run.train.tokenizer;
+  lm.dataset = "wikitext-2 (v1 tokenized, <unk>)";
+  lm.seq_len = data.L;
+  lm.layers = m.layers;
+  lm.d_model = m.d_model;
+  lm.norm = m.norm;
   if (mixer.family == MixerFamily::kGrassmann) {
-    s["rank"] = m.rank;
-    s["offsets"] = m.offsets;
-    s["offset_mode"] = m.offset_mode;
+    lm.rank = m.rank;
+    lm.offsets = std::vector<long long>(m.offsets.begin(), m.offsets.end());
+    lm.offset_mode = m.offset_mode;
   } else {
-    s["heads"] = m.heads;
+    lm.heads = m.heads;
   }
-  if (mixer.is_reference) s["mixer_impl"] = m.mixer;
-  s["d_ff"] = m.d_ff;
-  s["vocab_size"] = m.vocab_size;
-  s["preset"] = run.preset;
-  s["params"] = params;
-  s["epochs"] = static_cast<double>(st.loop.units_seen) / static_cast<double>(data.train.num_blocks * data.L);
-  s["epochs_planned"] = run.train.epochs;
-  s["stopped_by"] = loop_end_name(end);
-  if (run.train.patience > 0) s["patience"] = run.train.patience;
-  if (req.time_budget_seconds > 0) s["time_budget_seconds"] = req.time_budget_seconds;
-  s["steps"] = st.loop.step;
-  s["tokens_seen"] = st.loop.units_seen;
-  s["wall_seconds"] = wall_seconds;
-  s["train_seconds"] = st.loop.train_seconds;
-  s["threads"] = at::get_num_threads();
-  s["blas"] = blas_in_use();
-  s["device"] = req.device;
-  s["seed"] = run.train.seed;
-  s["world_size"] = dist::world_size();
+  if (mixer.is_reference) lm.mixer_impl = m.mixer;
+  lm.d_ff = m.d_ff;
+  lm.vocab_size = m.vocab_size;
+  lm.preset = run.preset;
+  s.params = static_cast<double>(params);
+  lm.epochs = static_cast<double>(st.loop.units_seen) / static_cast<double>(data.train.num_blocks * data.L);
+  lm.epochs_planned = run.train.epochs;
+  lm.stopped_by = loop_end_name(end);
+  if (run.train.patience > 0) lm.patience = run.train.patience;
+  if (req.time_budget_seconds > 0) lm.time_budget_seconds = req.time_budget_seconds;
+  lm.steps = st.loop.step;
+  lm.tokens_seen = static_cast<double>(st.loop.units_seen);
+  s.wall_seconds = wall_seconds;
+  s.train_seconds = st.loop.train_seconds;
+  s.threads = at::get_num_threads();
+  s.blas = blas_in_use();
+  lm.device = req.device;
+  lm.seed = run.train.seed;
+  s.world_size = dist::world_size();
   // This session's seconds in the gradient all-reduce (incl. waiting for the slowest rank).
-  if (dist::active()) s["allreduce_seconds"] = dist::gradient_sync_seconds();
-  s["tokens_per_second"] = st.loop.units_seen / std::max(st.loop.train_seconds, 1e-9);
-  s["audit"] = audit_brief(test.audit);
-  s["best_epoch"] = st.best_epoch;
-  s["best_step"] = st.best_step;
-  s["valid_tokens"] = data.valid.num_blocks * data.L;
-  s["test_tokens"] = test.stats.tokens;
-  put_ppl(s, "best_valid_ppl", std::exp(*st.best_valid_loss), leaky);
-  put_ppl(s, "test_ppl", test.stats.ppl(), leaky);
-  s["provenance"] = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
-  s["provenance"]["sessions"] = sessions;
+  if (dist::active()) lm.allreduce_seconds = dist::gradient_sync_seconds();
+  lm.tokens_per_second = st.loop.units_seen / std::max(st.loop.train_seconds, 1e-9);
+  s.audit = summary_audit(test.audit);
+  lm.best_epoch = st.best_epoch;
+  lm.best_step = st.best_step;
+  lm.valid_tokens = data.valid.num_blocks * data.L;
+  lm.test_tokens = test.stats.tokens;
+  // The quarantine rule (util/quarantine.h): a leaky run's figures go under quarantined_* keys.
+  const bool leaky = test.leaky();
+  (leaky ? lm.quarantined_best_valid_ppl : lm.best_valid_ppl) = std::exp(*st.best_valid_loss);
+  (leaky ? lm.quarantined_test_ppl : lm.test_ppl) = test.stats.ppl();
+  s.provenance = run_provenance(ProvenanceInputs{data.data_sha256, req.device, dist::world_size(), cuda_precision_name(req.precision)});
+  s.provenance["sessions"] = sessions;
   return s;
 }
 
 TrainOutcome interrupted_outcome(LmTask& task, const LoopState& st, const RunPaths& paths) {
-  task.save_last();
-  std::cerr << fmt::format(
-      "grassaudit train: stopped by {} at step {} (epoch {:.3f}); checkpoint saved to {}\n"
-      "  continue with: grassaudit train --resume {}\n",
-      interrupt_cause(), st.step, st.epoch_float(), paths.last, paths.last);
+  save_after_signal(task, "train", "", st, paths.last);
   TrainOutcome o;
   o.out_dir = paths.out;
   o.steps = st.step;
@@ -521,24 +506,12 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
   task.save_last();
 
   const c10::Device device = task.device();
-  LanguageModel best{nullptr};
-  // Data-parallel: rank 0 (the one that writes best.ckpt) decides, and the other ranks get the
-  // best weights from it rather than from a file they may not see (another machine, or not yet).
-  auto has_best = at::tensor({dist::is_main() && fs::exists(paths.best) ? 1.0 : 0.0}, at::kDouble);
-  dist::broadcast(has_best, 0);
-  if (has_best.item<double>() > 0) {
-    if (dist::is_main()) {
-      best = load_checkpoint(paths.best).model;  // leaves the global RNG as it is
-    } else {
-      CpuRngGuard keep;  // building the model draws initial weights
-      best = LanguageModel(run.model);
-    }
-    std::vector<at::Tensor> weights = best->parameters();
-    for (const auto& b : best->buffers()) weights.push_back(b);
-    dist::broadcast_tensors(weights);
+  LanguageModel best = task.model();
+  if (auto loaded = best_weights_from_rank0(
+          paths.best, [&] { return load_checkpoint(paths.best).model; },  // leaves the global RNG as it is
+          [&] { return LanguageModel(run.model); })) {
+    best = *loaded;
     best->to(device);
-  } else {
-    best = task.model();
   }
   std::cerr << "test: auditing the best weights, then evaluating...\n";
   const ScopedCudaMath ieee_eval(CudaPrecision::kFp32);  // perplexities in IEEE float32 (no-op on CPU)
@@ -557,7 +530,7 @@ TrainOutcome finish_run(LmTask& task, const ResolvedRun& run, const LmSplits& da
   if (dist::is_main()) {
     write_file_atomic(paths.out + "/audit.json", to_json(audit).dump(2) + "\n");
     write_file_atomic(paths.out + "/summary.json",
-                      lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions()).dump(2) + "\n");
+                      to_json(lm_summary(run, data, paths, req, *tg, params, wall, end, task.sessions())).dump(2) + "\n");
     write_sample(best, audit, data, run.train.seed, device, paths.out + "/sample.json");
   }
 
@@ -650,7 +623,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   }
   model->to(device);
   model->train();
-  auto optimizer = make_adamw(*model, AdamWSettings{t.lr, t.beta1, t.beta2, t.adam_eps, t.weight_decay});
+  auto optimizer = make_adamw(*model, adamw_settings(t));
   if (run.resuming) {
     load_optimizer_and_rng(req.resume, *optimizer);  // also the global CPU RNG state (dropout)
     move_optimizer_state(*optimizer, device);
@@ -658,13 +631,7 @@ TrainOutcome run_training(const TrainRequest& req) {
     if (dist::is_main())
       restore_metrics_log(paths.metrics, run.state.metrics_extent, run.state.loop.step, req.resume);
   }
-  {
-    // Data-parallel: every rank starts from rank 0's weights (they are equal by construction,
-    // seeded or loaded from the same file; this makes it so whatever a rank's platform does).
-    std::vector<at::Tensor> state = model->parameters();
-    for (const auto& b : model->buffers()) state.push_back(b);
-    dist::broadcast_tensors(state);
-  }
+  broadcast_weights(*model);  // data-parallel: every rank starts from rank 0's weights
   const int64_t params = model->parameter_count();
   if (dist::active())
     std::cerr << fmt::format("data-parallel: {} ranks (c10d {}, timeout {:g} s), global batch {}\n",
@@ -672,18 +639,12 @@ TrainOutcome run_training(const TrainRequest& req) {
   print_run_header(run, data, req, params);
 
   LoopState& st = run.state.loop;
-  LoopSettings loop;
-  loop.epochs = t.epochs;
-  loop.warmup_steps = t.warmup_steps;
-  loop.lr = t.lr;
-  loop.min_lr_ratio = t.min_lr_ratio;
-  loop.clip = t.clip;
-  loop.log_every = t.log_every;
+  const int64_t tokens_per_step = t.batch * data.L;
+  int64_t last_step = st.total_steps;
+  if (t.max_tokens > 0) last_step = std::min(last_step, (t.max_tokens + tokens_per_step - 1) / tokens_per_step);
+  LoopSettings loop = loop_settings(t, t.warmup_steps, last_step);
   loop.checkpoint_every = t.checkpoint_every;
   loop.max_units = t.max_tokens;
-  const int64_t tokens_per_step = t.batch * data.L;
-  loop.last_step = st.total_steps;
-  if (t.max_tokens > 0) loop.last_step = std::min(loop.last_step, (t.max_tokens + tokens_per_step - 1) / tokens_per_step);
 
   JsonlLog metrics(dist::is_main() ? paths.metrics : "/dev/null");
   Progress progress(std::max<int64_t>(loop.last_step, st.step), t.log_every, req.plain_progress);

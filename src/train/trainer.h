@@ -3,7 +3,8 @@
 // through the audit gate, best-checkpoint keeping, bit-exact resume, SIGINT/SIGTERM handling.
 //
 // Artifacts in out_dir: config.json ({"model", "train"}, reusable as --config), metrics.jsonl,
-// audit.json (the last gate's audit), summary.json, checkpoints/last.ckpt, checkpoints/best.ckpt.
+// audit.json (the last gate's audit), summary.json (util/run_summary.h), checkpoints/last.ckpt,
+// checkpoints/best.ckpt.
 //
 // Bit-exact resume: the data order is a pure function of (seed, epoch), the LR a pure function
 // of the step; a checkpoint stores (epoch, batch in epoch, step), the optimizer state and the

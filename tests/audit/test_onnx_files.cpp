@@ -104,7 +104,7 @@ TEST(OnnxFiles, OutputsMatchOnnxRuntime) {
       ++compared;
     }
   }
-  EXPECT_GE(compared, 40);
+  EXPECT_GE(compared, 35);  // two lengths per model, and one call per streaming step
 }
 
 TEST(OnnxFiles, VerdictsAndHorizonsMatchBruteForce) {

@@ -11,6 +11,7 @@
 
 #include "audit/audit_suite.h"
 #include "audit/causality_audit.h"
+#include "audit/incremental_audit.h"
 #include "audit/precision_switch.h"
 #include "function_target.h"
 
@@ -125,7 +126,9 @@ TEST(Headline, NamesEachViolationByItsOwnName) {
   ev.effect = 0.25;
   ev.text = "y_5 from step() differs";
   r.violations.push_back({"incremental", 0, 0, ev});
-  r.incremental_json = R"({"consistent": false})";
+  IncrementalResult inconsistent;
+  inconsistent.consistent = false;
+  r.incremental = std::make_shared<const IncrementalResult>(inconsistent);
   std::string head = summarize(r).substr(0, summarize(r).find('\n'));
   EXPECT_EQ(head.rfind("m.pt: causal (leak horizon 0", 0), 0u) << head;
   EXPECT_NE(head.find("; incremental path INCONSISTENT (step() differs from forward() by 0.25 at y_5)"),
@@ -133,7 +136,9 @@ TEST(Headline, NamesEachViolationByItsOwnName) {
       << head;
   EXPECT_EQ(head.find("LEAKY"), std::string::npos) << head;
 
-  r.incremental_json = R"({"consistent": true})";
+  IncrementalResult not_isolated;
+  not_isolated.isolation = false;
+  r.incremental = std::make_shared<const IncrementalResult>(not_isolated);
   head = summarize(r).substr(0, summarize(r).find('\n'));
   EXPECT_NE(head.find("; incremental path NOT ISOLATED"), std::string::npos) << head;
 

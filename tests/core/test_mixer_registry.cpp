@@ -2,6 +2,7 @@
 // name), the exact public strings, and errors on unknown names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,6 +87,7 @@ TEST(MixerRegistry, IsGrassmannFollowsTheFamily) {
 }
 
 // The checks a new entry must pass (they run on the built-ins every time instance() is built).
+// An entry's defaults are Grassmann / past, the kind util/mixer_kind.h gives the name "past".
 TEST(MixerRegistry, ConsistencyChecksRejectBadEntries) {
   auto factory = [](const ModelConfig&, int64_t) -> std::shared_ptr<TokenMixerImpl> { return nullptr; };
   auto entry = [](std::string name, std::string base, std::string twin, bool reference) {
@@ -99,26 +101,28 @@ TEST(MixerRegistry, ConsistencyChecksRejectBadEntries) {
   };
   {
     MixerRegistry r;
-    r.add(entry("fast", "fast", "ref", false), factory);
-    r.add(entry("ref", "fast", "", true), factory);
+    r.add(entry("past", "past", "ref", false), factory);
+    r.add(entry("ref", "past", "", true), factory);
     EXPECT_NO_THROW(r.check_consistency());
-    EXPECT_THROW(r.add(entry("fast", "fast", "", false), factory), std::logic_error);  // duplicate
+    EXPECT_THROW(r.add(entry("past", "past", "", false), factory), std::logic_error);  // duplicate
   }
   {
     MixerRegistry r;  // twin missing
-    r.add(entry("fast", "fast", "ref", false), factory);
+    r.add(entry("past", "past", "ref", false), factory);
     EXPECT_THROW(r.check_consistency(), std::logic_error);
   }
   {
     MixerRegistry r;  // twin is not a reference
-    r.add(entry("fast", "fast", "other", false), factory);
-    r.add(entry("other", "other", "", false), factory);
+    r.add(entry("past", "past", "future", false), factory);
+    auto other = entry("future", "future", "", false);
+    other.pairing = MixerPairing::kFuture;
+    r.add(other, factory);
     EXPECT_THROW(r.check_consistency(), std::logic_error);
   }
   {
     MixerRegistry r;  // twin of another family
-    r.add(entry("fast", "fast", "ref", false), factory);
-    auto ref = entry("ref", "fast", "", true);
+    r.add(entry("past", "past", "ref", false), factory);
+    auto ref = entry("ref", "past", "", true);
     ref.family = MixerFamily::kAttention;
     r.add(ref, factory);
     EXPECT_THROW(r.check_consistency(), std::logic_error);
@@ -128,4 +132,36 @@ TEST(MixerRegistry, ConsistencyChecksRejectBadEntries) {
     r.add(entry("ref", "nothing", "", true), factory);
     EXPECT_THROW(r.check_consistency(), std::logic_error);
   }
+  {
+    MixerRegistry r;  // reference whose base name is public, but not registered here
+    r.add(entry("ref", "past", "", true), factory);
+    EXPECT_THROW(r.check_consistency(), std::logic_error);
+  }
+  {
+    MixerRegistry r;  // public mixer the vocabulary does not name: the report could not read its runs
+    r.add(entry("fast", "fast", "", false), factory);
+    EXPECT_THROW(r.check_consistency(), std::logic_error);
+  }
+  {
+    MixerRegistry r;  // public mixer whose pairing contradicts its name
+    auto wrong = entry("future", "future", "", false);  // the default pairing is past
+    r.add(wrong, factory);
+    EXPECT_THROW(r.check_consistency(), std::logic_error);
+  }
+}
+
+// Every public mixer of the vocabulary is registered, with the family and pairing it names.
+TEST(MixerRegistry, PublicNamesAreTheVocabulary) {
+  const auto& reg = MixerRegistry::instance();
+  std::vector<std::string> names;
+  for (const auto& m : public_mixers()) {
+    names.push_back(m.name);
+    const MixerInfo& info = reg.info(m.name);
+    EXPECT_EQ(info.family, m.kind.family) << m.name;
+    EXPECT_EQ(info.pairing, m.kind.pairing) << m.name;
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, reg.public_names());
+  EXPECT_EQ(public_mixer_kind("attention").pairing, MixerPairing::kCausalMask);
+  EXPECT_THROW(public_mixer_kind("literal-past"), std::logic_error);
 }

@@ -19,7 +19,7 @@ class Conv(nn.Module):
 
 @pytest.mark.parametrize("kwargs,message", [
     (dict(inputs=["features:x"]), "--input features:x: 'x' of features is not a positive integer"),
-    (dict(inputs=["pixels:3"]), "--input 'pixels:3': KIND must be tokens:V, features:C, ones or zeros ([NAME=]KIND)"),
+    (dict(inputs=["pixels:3"]), "--input 'pixels:3': KIND must be tokens:V, features:C, ones, zeros or const:VALUE ([NAME=]KIND)"),
     (dict(inputs=["features:4", "features:4"]),
      "nn.Module Conv: 2 --input values for 1 argument: forward is forward(self, x: Tensor)"),
     (dict(inputs=["y=features:4"]),

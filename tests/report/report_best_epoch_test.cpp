@@ -22,7 +22,7 @@ const Published& pub() {
 }
 
 // A paper-size run on the 30-epoch schedule with patience 3, audited causal, at bf16.
-RunRecord patience_run(const std::string& name, Family family, Pairing pairing, double best_ppl,
+RunRecord patience_run(const std::string& name, MixerFamily family, MixerPairing pairing, double best_ppl,
                        double best_epoch, double epochs, const std::string& stopped_by) {
   RunRecord r;
   r.name = name;
@@ -50,7 +50,7 @@ RunRecord patience_run(const std::string& name, Family family, Pairing pairing, 
   for (int e = 1; e <= static_cast<int>(epochs); ++e) {
     r.evals.push_back({static_cast<double>(e), best_ppl + 10.0 * std::abs(e - best_epoch)});
   }
-  if (family == Family::kGrassmann) {
+  if (family == MixerFamily::kGrassmann) {
     r.offsets = {1, 2, 4, 8, 12, 16};
     r.offset_mode = "per-layer";
   }
@@ -58,10 +58,10 @@ RunRecord patience_run(const std::string& name, Family family, Pairing pairing, 
 }
 
 RunRecord attention(double ppl, double best, double epochs, const std::string& stop) {
-  return patience_run("a-seed1", Family::kAttention, Pairing::kCausalMask, ppl, best, epochs, stop);
+  return patience_run("a-seed1", MixerFamily::kAttention, MixerPairing::kCausalMask, ppl, best, epochs, stop);
 }
 RunRecord past(double ppl, double best, double epochs, const std::string& stop) {
-  return patience_run("p-seed1", Family::kGrassmann, Pairing::kPast, ppl, best, epochs, stop);
+  return patience_run("p-seed1", MixerFamily::kGrassmann, MixerPairing::kPast, ppl, best, epochs, stop);
 }
 
 TEST(ReportBestEpoch, OnlyRunsThatStoppedByPatienceOrScheduleHaveABestEpoch) {

@@ -64,8 +64,8 @@ RunRecord past_run(const std::string& name, std::optional<long long> seed, const
   RunRecord r;
   r.name = name;
   r.task = "lm";
-  r.family = Family::kGrassmann;
-  r.pairing = Pairing::kPast;
+  r.family = MixerFamily::kGrassmann;
+  r.pairing = MixerPairing::kPast;
   r.seed = seed;
   r.config_key = key;
   r.audit.verdict = verdict;
@@ -116,8 +116,8 @@ TEST(ReportSeedGroups, OurRatiosPairRunsOfOneNormalisation) {
   auto run = [](const std::string& name, bool attention, const std::string& norm, double ppl) {
     RunRecord r = past_run(name, 1, name, "causal", ppl);
     if (attention) {
-      r.family = Family::kAttention;
-      r.pairing = Pairing::kCausalMask;
+      r.family = MixerFamily::kAttention;
+      r.pairing = MixerPairing::kCausalMask;
     }
     r.tokenizer = "wordpiece";
     r.seq_len = 128;
@@ -166,8 +166,8 @@ TEST(ReportSeedGroups, LeakyGroupIsQuarantinedAsAWhole) {
     RunRecord r;
     r.name = "fut-s" + std::to_string(s);
     r.task = "lm";
-    r.family = Family::kGrassmann;
-    r.pairing = Pairing::kFuture;
+    r.family = MixerFamily::kGrassmann;
+    r.pairing = MixerPairing::kFuture;
     r.seed = s;
     r.config_key = "k";
     r.audit.verdict = "leaky";

@@ -39,7 +39,7 @@ RunRecord lm_run(const std::string& name, const std::string& mixer, const std::s
   r.layers = 6;
   r.epochs = 1.0;
   r.audit.verdict = verdict;
-  if (kind.family == Family::kGrassmann) {
+  if (kind.family == MixerFamily::kGrassmann) {
     r.offsets = {1, 2, 4, 8, 12, 16};
     r.offset_mode = "per-layer";
   }
@@ -71,20 +71,20 @@ TEST(ReportMixerKind, ParsesEveryNameAndNamesItBack) {
   for (const char* m : {"future", "past", "attention"}) {
     const MixerKind k = parse_run_mixer(m, "w");
     EXPECT_TRUE(pairing_fits(k.family, k.pairing)) << m;
-    EXPECT_EQ(k.family == Family::kAttention ? family_name(k.family) : pairing_name(k.pairing), m);
+    EXPECT_EQ(k.family == MixerFamily::kAttention ? family_name(k.family) : pairing_name(k.pairing), m);
   }
-  EXPECT_EQ(parse_run_mixer("attention", "w").pairing, Pairing::kCausalMask);
-  EXPECT_EQ(parse_run_mixer("future", "w").family, Family::kGrassmann);
-  for (Family f : {Family::kGrassmann, Family::kAttention}) {
+  EXPECT_EQ(parse_run_mixer("attention", "w").pairing, MixerPairing::kCausalMask);
+  EXPECT_EQ(parse_run_mixer("future", "w").family, MixerFamily::kGrassmann);
+  for (MixerFamily f : {MixerFamily::kGrassmann, MixerFamily::kAttention}) {
     EXPECT_EQ(parse_family(family_name(f), "w"), f);
   }
-  for (Pairing p : {Pairing::kFuture, Pairing::kPast, Pairing::kCausalMask}) {
+  for (MixerPairing p : {MixerPairing::kFuture, MixerPairing::kPast, MixerPairing::kCausalMask}) {
     EXPECT_EQ(parse_pairing(pairing_name(p), "w"), p);
   }
-  EXPECT_EQ(parse_paper_pairing("future-as-written", "w"), Pairing::kFuture);
-  EXPECT_EQ(parse_paper_pairing("causal-mask", "w"), Pairing::kCausalMask);
-  EXPECT_FALSE(pairing_fits(Family::kAttention, Pairing::kPast));
-  EXPECT_FALSE(pairing_fits(Family::kGrassmann, Pairing::kCausalMask));
+  EXPECT_EQ(parse_paper_pairing("future-as-written", "w"), MixerPairing::kFuture);
+  EXPECT_EQ(parse_paper_pairing("causal-mask", "w"), MixerPairing::kCausalMask);
+  EXPECT_FALSE(pairing_fits(MixerFamily::kAttention, MixerPairing::kPast));
+  EXPECT_FALSE(pairing_fits(MixerFamily::kGrassmann, MixerPairing::kCausalMask));
   EXPECT_THROW(parse_family("", "w"), InputError);
   EXPECT_THROW(parse_pairing("future-as-written", "w"), InputError);  // paper.json only
   EXPECT_THROW(parse_paper_pairing("future", "w"), InputError);
@@ -100,12 +100,12 @@ TEST(ReportMixerKind, RunFamilyAndPairingDerivedOrRestated) {
     return load_run((dir.path() / name).string());
   };
   const RunRecord bare = summary("bare", R"("mixer": "attention")");
-  EXPECT_EQ(bare.family, Family::kAttention);
-  EXPECT_EQ(bare.pairing, Pairing::kCausalMask);
+  EXPECT_EQ(bare.family, MixerFamily::kAttention);
+  EXPECT_EQ(bare.pairing, MixerPairing::kCausalMask);
   const RunRecord full =
       summary("full", R"("mixer": "future", "family": "grassmann", "pairing": "future")");
-  EXPECT_EQ(full.family, Family::kGrassmann);
-  EXPECT_EQ(full.pairing, Pairing::kFuture);
+  EXPECT_EQ(full.family, MixerFamily::kGrassmann);
+  EXPECT_EQ(full.pairing, MixerPairing::kFuture);
   const RunRecord snli = [&] {
     testing::write_text(dir.path() / "snli" / "summary.json",
                         R"({"task": "snli", "head": "grassmann", "val_acc": [0.8]})");

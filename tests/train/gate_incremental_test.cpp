@@ -10,6 +10,7 @@
 
 #include "core/language_model.h"
 #include "core/model_config.h"
+#include "audit/incremental_audit.h"
 #include "train/gate.h"
 
 using namespace grassaudit;
@@ -41,8 +42,8 @@ TEST(GateIncremental, CausalModelsGetTheirIncrementalPathAudited) {
     AuditGate gate(gate_audit_options(16, 2, 8, 1234));
     const auto& r = gate.audit(model);
     EXPECT_EQ(r.verdict, "causal") << mixer;
-    ASSERT_FALSE(r.incremental_json.empty()) << mixer;
-    const auto inc = nlohmann::json::parse(r.incremental_json);
+    ASSERT_TRUE(r.incremental) << mixer;
+    const auto inc = to_json(*r.incremental);
     EXPECT_TRUE(inc["holds"].get<bool>()) << mixer;
     EXPECT_EQ(inc["partitions"].size(), 2u);
     // float32 steps may equal the full forward bitwise (exact zeros decide, as in the main
@@ -58,6 +59,6 @@ TEST(GateIncremental, TheLeakyFutureModelIsQuarantinedWithoutIt) {
   AuditGate gate(gate_audit_options(16, 2, 8, 1234));
   const auto& r = gate.audit(model);
   EXPECT_EQ(r.verdict, "leaky");
-  EXPECT_TRUE(r.incremental_json.empty());
+  EXPECT_FALSE(r.incremental);
   EXPECT_FALSE(has_check(r, "incremental"));
 }

@@ -28,6 +28,13 @@ const at::Tensor& OpContext::required(size_t i) const {
   return inputs_[i];
 }
 
+bool OpContext::overwritable(size_t i) const {
+  if (i >= inputs_.size()) return false;
+  const at::Tensor& t = inputs_[i];
+  return t.defined() && t.layout() == at::kStrided && t.has_storage() && t.use_count() == 1 &&
+         t.storage().use_count() == 1 && !t.requires_grad() && t.is_non_overlapping_and_dense();
+}
+
 at::ScalarType OpContext::float_type() const { return float64_ ? at::kDouble : at::kFloat; }
 
 at::ScalarType OpContext::promote(at::ScalarType t) const { return float64_ && t == at::kFloat ? at::kDouble : t; }

@@ -31,8 +31,9 @@ class OpContext {
   using SubgraphRunner =
       std::function<std::vector<at::Tensor>(const onnx::AttributeProto& attr, const std::vector<at::Tensor>& inputs)>;
 
+  // `max_elements`: OnnxProgram::Limits's (the default is the CLI's, for an op run on its own).
   OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
-            SubgraphRunner run_subgraph, int64_t max_elements);
+            SubgraphRunner run_subgraph, int64_t max_elements = int64_t{1} << 31);
 
   const onnx::NodeProto& node() const { return node_; }
   const std::string& op_type() const;
@@ -45,6 +46,11 @@ class OpContext {
   at::Tensor input(size_t i) const { return i < inputs_.size() ? inputs_[i] : at::Tensor(); }
   // Input i, which the op requires: fail() names it when absent.
   const at::Tensor& required(size_t i) const;
+  // Whether input i's buffer belongs to this op alone: the interpreter handed over its last
+  // handle (this node is the input's last reader), no view, alias or other slot shares its
+  // storage, its layout is dense and it needs no gradient. The op may then write its output into
+  // it (an elementwise op of the input's shape and type) instead of allocating a fresh buffer.
+  bool overwritable(size_t i) const;
   // How many outputs the node names (trailing optional outputs may be absent).
   int num_outputs() const;
   // The float type a float32 the op creates from attributes (Cast to FLOAT, a Constant, a
@@ -94,6 +100,9 @@ void add_nn_ops(OpTable& table);           // onnx_ops_nn.cpp: MatMul, Gemm, Con
 void add_rnn_ops(OpTable& table);          // onnx_ops_rnn.cpp: LSTM, GRU, RNN
 void add_control_ops(OpTable& table);      // onnx_ops_control.cpp: If, Loop, Scan
 const OpTable& op_table();
+// MatMul(A, B) then Add(product, bias) as one node, the interpreter's fusion (onnx_program.cpp):
+// inputs A, B, bias; output the Add's.
+OpFn matmul_add_fn();
 
 // Helpers the families share.
 // The ints of a 1-D (or 0-D) integer tensor input (shapes, axes, pads).

@@ -23,14 +23,24 @@ Ts one(at::Tensor t) { return {std::move(t)}; }
     return one(EXPR);                          \
   }
 
-UNARY(op_sqrt, at::sqrt(x))
-UNARY(op_exp, at::exp(x))
-UNARY(op_log, at::log(x))
-UNARY(op_erf, at::erf(x))
-UNARY(op_tanh, at::tanh(x))
-UNARY(op_sigmoid, at::sigmoid(x))
-UNARY(op_relu, at::relu(x))
-UNARY(op_neg, at::neg(x))
+// Floating-point unary ops write into their input when the op holds it alone (an intermediate
+// no later node reads, OpContext::overwritable): the same values, without a fresh buffer.
+#define UNARY_IN_PLACE(NAME, FN)                                                    \
+  Ts NAME(OpContext& c) {                                                           \
+    const at::Tensor& x = c.required(0);                                            \
+    if (at::isFloatingType(x.scalar_type()) && c.overwritable(0)) return one(x.FN##_()); \
+    return one(at::FN(x));                                                          \
+  }
+
+UNARY_IN_PLACE(op_sqrt, sqrt)
+UNARY_IN_PLACE(op_exp, exp)
+UNARY_IN_PLACE(op_log, log)
+UNARY_IN_PLACE(op_erf, erf)
+UNARY_IN_PLACE(op_tanh, tanh)
+UNARY_IN_PLACE(op_sigmoid, sigmoid)
+UNARY_IN_PLACE(op_relu, relu)
+UNARY_IN_PLACE(op_neg, neg)
+#undef UNARY_IN_PLACE
 UNARY(op_abs, at::abs(x))
 UNARY(op_sin, at::sin(x))
 UNARY(op_cos, at::cos(x))
@@ -113,8 +123,8 @@ Ts op_gelu(OpContext& c) {
   const at::Tensor& x = c.required(0);
   const std::string approx = c.attr_string("approximate", "none");
   if (approx != "none" && approx != "tanh") c.fail(fmt::format("approximate '{}' is not none or tanh", approx));
-  if (approx == "tanh") return one(0.5 * x * (1 + at::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
-  return one(0.5 * x * (1 + at::erf(x * M_SQRT1_2)));
+  // ATen's gelu computes the spec's formula for either form in one pass.
+  return one(at::gelu(x, approx));
 }
 
 Ts op_shrink(OpContext& c) {
@@ -136,13 +146,45 @@ Ts op_clip(OpContext& c) {
 }
 
 // Binary ops: ATen's broadcasting; the result keeps the inputs' (equal) type.
-Ts op_add(OpContext& c) { return one(at::add(c.required(0), c.required(1))); }
-Ts op_sub(OpContext& c) { return one(at::sub(c.required(0), c.required(1))); }
-Ts op_mul(OpContext& c) { return one(at::mul(c.required(0), c.required(1))); }
+// The input the result can be written into: one the op holds alone (OpContext::overwritable)
+// whose shape is the broadcast shape and whose type is the result's; -1 when neither is.
+int output_into(OpContext& c, const at::Tensor& a, const at::Tensor& b) {
+  for (int i = 0; i < 2; ++i) {
+    const at::Tensor& x = i == 0 ? a : b;
+    const at::Tensor& y = i == 0 ? b : a;
+    if (!at::isFloatingType(x.scalar_type()) || x.dim() < y.dim() || !c.overwritable(static_cast<size_t>(i))) continue;
+    if (at::result_type(a, b) != x.scalar_type()) continue;
+    if (at::infer_size(a.sizes(), b.sizes()) == x.sizes()) return i;
+  }
+  return -1;
+}
+
+template <at::Tensor& (*Out)(at::Tensor&, const at::Tensor&, const at::Tensor&), at::Tensor (*Fresh)(const at::Tensor&, const at::Tensor&)>
+Ts binary(OpContext& c) {
+  const at::Tensor &a = c.required(0), &b = c.required(1);
+  const int into = output_into(c, a, b);
+  if (into < 0) return one(Fresh(a, b));
+  at::Tensor out = into == 0 ? a : b;
+  Out(out, a, b);
+  return one(out);
+}
+
+at::Tensor add_fresh(const at::Tensor& a, const at::Tensor& b) { return at::add(a, b); }
+at::Tensor& add_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) { return at::add_out(out, a, b); }
+at::Tensor sub_fresh(const at::Tensor& a, const at::Tensor& b) { return at::sub(a, b); }
+at::Tensor& sub_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) { return at::sub_out(out, a, b); }
+at::Tensor mul_fresh(const at::Tensor& a, const at::Tensor& b) { return at::mul(a, b); }
+at::Tensor& mul_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) { return at::mul_out(out, a, b); }
+at::Tensor div_fresh(const at::Tensor& a, const at::Tensor& b) { return at::div(a, b); }
+at::Tensor& div_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) { return at::div_out(out, a, b); }
+
+Ts op_add(OpContext& c) { return binary<add_into, add_fresh>(c); }
+Ts op_sub(OpContext& c) { return binary<sub_into, sub_fresh>(c); }
+Ts op_mul(OpContext& c) { return binary<mul_into, mul_fresh>(c); }
 Ts op_div(OpContext& c) {
   const at::Tensor &a = c.required(0), &b = c.required(1);
   if (at::isIntegralType(a.scalar_type(), /*includeBool=*/false)) return one(at::div(a, b, "trunc"));
-  return one(at::div(a, b));
+  return binary<div_into, div_fresh>(c);
 }
 Ts op_pow(OpContext& c) {
   const at::Tensor &a = c.required(0), &b = c.required(1);
@@ -169,7 +211,16 @@ Ts op_bitwise_not(OpContext& c) { return one(at::bitwise_not(c.required(0))); }
 
 Ts op_where(OpContext& c) {
   const at::Tensor &cond = c.required(0), &a = c.required(1), &b = c.required(2);
-  return one(at::where(cond.to(at::kBool), a, b));
+  const at::Tensor mask = cond.to(at::kBool);
+  // Written into b when the op holds it alone and it has the output's shape and type (a masked
+  // fill, as exporters write masked_fill): each element is read before it is written.
+  if (at::isFloatingType(b.scalar_type()) && c.overwritable(2) && b.dim() >= a.dim() && b.dim() >= mask.dim() &&
+      at::result_type(a, b) == b.scalar_type() && at::infer_size(at::infer_size(mask.sizes(), a.sizes()), b.sizes()) == b.sizes()) {
+    at::Tensor out = b;
+    at::where_out(out, mask, a, b);
+    return one(out);
+  }
+  return one(at::where(mask, a, b));
 }
 
 // Variadic ops: broadcast over every input.

@@ -286,7 +286,9 @@ Ts op_expand(OpContext& c) {
     out[i] = a == 1 ? b : a;
   }
   c.check_size(out, "the output");
-  return one(x.expand(out).contiguous());
+  // A view (stride 0 along the broadcast axes): every op reads it as ATen broadcasting would, and
+  // none writes into it (OpContext::overwritable refuses overlapping layouts), so no copy is made.
+  return one(x.expand(out));
 }
 
 Ts op_tile(OpContext& c) {

@@ -6,9 +6,14 @@
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -61,8 +66,10 @@ struct OnnxProgram::Impl {
       std::vector<int> in;    // slots; -1: an omitted optional input
       std::vector<int> out;   // slots; -1: an omitted output
       std::vector<int> release;  // slots no later node of this graph reads
+      std::vector<char> hand_over;  // per input: its slot is released here, so the op gets the env's own handle
       std::vector<int> captured_by_subgraphs;  // slots the node's sub-graphs read (kept alive until it runs)
       std::string label;
+      std::string profile_key;  // the op type, or the fused ops' ("MatMul+Add")
     };
     Graph* outer = nullptr;
     std::unordered_map<std::string, int> slot_of;
@@ -87,6 +94,23 @@ struct OnnxProgram::Impl {
   std::string random_node;
   int float32_creators = 0;
   Limits limits;
+  // GRASSAUDIT_ONNX_PROFILE set: each node's wall time is summed by op type, and the table goes
+  // to stderr when the program is destroyed (where an ONNX forward's time goes, no profiler needed).
+  bool profile = std::getenv("GRASSAUDIT_ONNX_PROFILE") != nullptr;
+  mutable std::map<std::string, std::pair<double, int64_t>> op_seconds;  // op type -> seconds, calls
+
+  ~Impl() {
+    if (!profile || op_seconds.empty()) return;
+    double total = 0;
+    for (const auto& [op, v] : op_seconds) total += v.first;
+    std::vector<std::pair<double, std::string>> rows;
+    for (const auto& [op, v] : op_seconds) rows.emplace_back(v.first, op);
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "ONNX op time (GRASSAUDIT_ONNX_PROFILE): %.3f s in all\n", total);
+    for (const auto& [sec, op] : rows)
+      std::fprintf(stderr, "  %-22s %9.3f s %5.1f%% %8lld calls\n", op.c_str(), sec, 100 * sec / total,
+                   static_cast<long long>(op_seconds.at(op).second));
+  }
 
   [[noreturn]] static void fail(const std::string& why) { throw InputError(why); }
 
@@ -116,6 +140,7 @@ struct OnnxProgram::Impl {
   }
 
   void compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope);
+  static void fuse_matmul_add(Graph& g);
   // `subgraph_calls`: how many sub-graphs this run has called (Limits::max_subgraph_calls).
   void run_graph(const Graph& g, std::vector<at::Tensor>& env, const std::vector<std::vector<at::Tensor>*>& outer_envs,
                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const;
@@ -172,6 +197,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     Graph::Node n;
     n.proto = &np;
     n.label = (scope.empty() ? "" : scope + ": ") + node_label(np, i);
+    n.profile_key = np.op_type();
     if (!default_domain(np.domain()))
       fail(fmt::format("{}: domain '{}' is not one this reader runs (it runs the default ONNX domain)", n.label, np.domain()));
     auto op = table.find(np.op_type());
@@ -207,6 +233,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     if (is_root) output_names.push_back(out.name());
   }
   if (g.output_slots.empty()) fail(fmt::format("{} has no outputs", where));
+  fuse_matmul_add(g);
   // Each slot's last reader releases it, so a long graph holds only what later nodes still need.
   std::vector<int> last(g.nslots, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -220,6 +247,61 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
   for (const auto& [s, idx] : g.initializer_slots) last[s] = std::numeric_limits<int>::max();
   for (int s = 0; s < g.nslots; ++s)
     if (last[s] >= 0 && last[s] < static_cast<int>(g.nodes.size())) g.nodes[last[s]].release.push_back(s);
+  // A slot's last reader gets the env's handle itself (moved, not copied), so an op that sees its
+  // input held by nothing else may write its output there (OpContext::overwritable) instead of
+  // allocating, and touching, a fresh buffer. Not where the node's sub-graphs read the env, nor
+  // for a slot the node reads twice (Mul(x, x) copies both handles, so neither is overwritten).
+  for (auto& n : g.nodes) {
+    n.hand_over.assign(n.in.size(), 0);
+    if (!n.captured_by_subgraphs.empty()) continue;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const int s = n.in[k];
+      const bool released = s >= 0 && std::find(n.release.begin(), n.release.end(), s) != n.release.end();
+      n.hand_over[k] = released && std::count(n.in.begin(), n.in.end(), s) == 1;
+    }
+  }
+}
+
+void OnnxProgram::Impl::fuse_matmul_add(Graph& g) {
+  // nodes: g's, in order; slots read by several readers, a graph output or a sub-graph are left.
+  // A MatMul whose one reader is an Add of an initializer (a Linear's bias, as torch.onnx.export
+  // writes nn.Linear on a 3-D input) runs as one node computing both (op_matmul_add: one addmm
+  // where the shapes allow it), so the product is not written, then read and written again.
+  std::vector<int> readers(g.nslots, 0);
+  for (const auto& n : g.nodes) {
+    for (int s : n.in)
+      if (s >= 0) ++readers[s];
+    for (int s : n.captured_by_subgraphs) readers[s] += 2;
+  }
+  for (int s : g.output_slots) readers[s] += 2;
+  for (const auto& [s, outer_slot] : g.captured) readers[s] += 2;
+  std::vector<char> initializer(g.nslots, 0);
+  for (const auto& [s, idx] : g.initializer_slots) initializer[s] = 1;
+  std::vector<int> reader_of(g.nslots, -1);
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    for (int s : g.nodes[j].in)
+      if (s >= 0) reader_of[s] = static_cast<int>(j);
+  std::vector<char> fused_away(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Graph::Node& mm = g.nodes[i];
+    if (mm.proto->op_type() != "MatMul" || mm.out.size() != 1 || mm.out[0] < 0 || mm.in.size() != 2) continue;
+    const int product = mm.out[0];
+    if (readers[product] != 1) continue;
+    const int j = reader_of[product];
+    Graph::Node& add = g.nodes[j];
+    if (add.proto->op_type() != "Add" || add.in.size() != 2 || add.out.size() != 1 || add.out[0] < 0) continue;
+    const int bias = add.in[0] == product ? add.in[1] : add.in[0];
+    if (bias < 0 || !initializer[bias]) continue;
+    mm.in.push_back(bias);
+    mm.out = add.out;
+    mm.fn = matmul_add_fn();
+    mm.profile_key = "MatMul+Add";
+    fused_away[j] = 1;
+  }
+  std::vector<Graph::Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!fused_away[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
 }
 
 std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vector<at::Tensor>& inputs,
@@ -244,8 +326,11 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
     std::vector<at::Tensor> in;
     std::vector<at::IntArrayRef> shapes;
     in.reserve(n.in.size());
-    for (int s : n.in) {
-      in.push_back(s >= 0 ? env[s] : at::Tensor());
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const int s = n.in[k];
+      if (s < 0) in.emplace_back();
+      else if (n.hand_over[k]) in.push_back(std::move(env[s]));
+      else in.push_back(env[s]);
       if (in.back().defined()) shapes.push_back(in.back().sizes());
     }
     // Inputs that broadcast to more than a node may make are refused before an op allocates it.
@@ -269,7 +354,15 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
     OpContext ctx(*n.proto, opset, std::move(in), promote, runner, limits.max_elements);
     std::vector<at::Tensor> out;
     try {
-      out = n.fn(ctx);
+      if (profile) {
+        const auto t0 = std::chrono::steady_clock::now();
+        out = n.fn(ctx);
+        auto& slot = op_seconds[n.profile_key];
+        slot.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++slot.second;
+      } else {
+        out = n.fn(ctx);
+      }
     } catch (const InputError&) {
       throw;
     } catch (const c10::Error& e) {
