@@ -3,10 +3,11 @@
 # (or $1): the text readers and the model-archive reader need no LibTorch (src/util, src/text,
 # src/audit/zip_reader.cpp); the weights unpickler and the torch.export graph reader
 # (TORCH_TARGETS) link the system LibTorch, which is not instrumented: the sanitizers watch our
-# code and every byte it hands to LibTorch.
+# code and every byte it hands to LibTorch; the ONNX reader (ONNX_TARGETS) links LibTorch and
+# libonnx's compiled schema (protobuf), neither instrumented.
 #   scripts/fuzz/build.sh [OUT_DIR]
 # Needs: clang (14+) and its compiler-rt (Debian: clang-14, libclang-rt-14-dev), plus the
-# project's libfmt-dev, nlohmann-json3-dev, zlib1g-dev, libutf8proc-dev, libtorch-dev.
+# project's libfmt-dev, nlohmann-json3-dev, zlib1g-dev, libutf8proc-dev, libtorch-dev, libonnx-dev.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:-$ROOT/build-fuzz}"
@@ -19,6 +20,9 @@ LIBS=(-lfmt -lz -lutf8proc)
 TORCH_FLAGS=(-D_GLIBCXX_USE_CXX11_ABI=1 -isystem /usr/include/torch/csrc/api/include)
 TORCH_LIBS=(-ltorch -ltorch_cpu -lc10)
 TORCH_TARGETS=" fuzz_weights_unpickler fuzz_export_graph "
+ONNX_FLAGS=(-DONNX_NAMESPACE=onnx -DONNX_ML=1)
+ONNX_LIBS=(-lonnx -lonnx_proto -lprotobuf)
+ONNX_TARGETS=" fuzz_onnx_model "
 # Library objects once (fuzzer-no-link: instrumented, no main), then one binary per target.
 jobs="${FUZZ_JOBS:-1}"
 compile() {  # compile OBJS_VAR SRC... : compiles what is stale, appends every object to OBJS_VAR
@@ -30,7 +34,7 @@ compile() {  # compile OBJS_VAR SRC... : compiles what is stale, appends every o
     into+=("$obj")
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find "$ROOT/src" -name '*.h' -newer "$obj" -print -quit)" ]; then
       echo "fuzz: compiling $rel"
-      "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" -c "$src" -o "$obj" &
+      "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" "${ONNX_FLAGS[@]}" -c "$src" -o "$obj" &
       while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
     fi
   done
@@ -40,11 +44,17 @@ compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/audit/zip
 torch_objs=()
 compile torch_objs "$ROOT"/src/audit/weights_unpickler.cpp "$ROOT"/src/audit/exported_program.cpp \
   "$ROOT"/src/audit/torchscript_ops.cpp
+onnx_objs=()  # the reader without its audit targets (onnx_target, streaming_program)
+compile onnx_objs "$ROOT"/src/audit/onnx/onnx_program.cpp "$ROOT"/src/audit/onnx/onnx_op.cpp \
+  "$ROOT"/src/audit/onnx/onnx_ops_*.cpp "$ROOT"/src/audit/onnx/onnx_tensor.cpp
 wait
 for t in "$ROOT"/scripts/fuzz/fuzz_*.cpp; do
   name="$(basename "$t" .cpp)"
   echo "fuzz: linking $name"
-  if [[ "$TORCH_TARGETS" == *" $name "* ]]; then
+  if [[ "$ONNX_TARGETS" == *" $name "* ]]; then
+    "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" "${ONNX_FLAGS[@]}" -fsanitize=fuzzer "$t" "${onnx_objs[@]}" "${objs[@]}" \
+      "${LIBS[@]}" "${TORCH_LIBS[@]}" "${ONNX_LIBS[@]}" -o "$OUT/$name"
+  elif [[ "$TORCH_TARGETS" == *" $name "* ]]; then
     "$CXX" "${FLAGS[@]}" "${TORCH_FLAGS[@]}" -fsanitize=fuzzer "$t" "${torch_objs[@]}" "${objs[@]}" \
       "${LIBS[@]}" "${TORCH_LIBS[@]}" -o "$OUT/$name"
   else

@@ -59,6 +59,39 @@ PY
     fuzz_vocab)
       printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##s\n' >"$c/vocab"
       [ -f "$DATA/bert-base-uncased/vocab.txt" ] && head -c 3000 "$DATA/bert-base-uncased/vocab.txt" >"$c/bert" ;;
+    fuzz_onnx_model)  # the ONNX fixtures, ONNX's own node tests under 20 KB, one model with external data
+      cp "$ROOT"/tests/fixtures/onnx/*.onnx "$c/"
+      for m in /usr/lib/python3/dist-packages/onnx/backend/test/data/node/*/model.onnx; do
+        [ -f "$m" ] && [ "$(stat -c %s "$m")" -lt 20480 ] && cp "$m" "$c/$(basename "$(dirname "$m")").onnx"
+      done
+      python3 - "$c/external_data.onnx" <<'PY'
+# y = x + W, W float32 [4] in weights.bin (the scratch model folder fuzz_onnx_model makes), written
+# field by field: no onnx Python package is needed.
+import struct, sys
+def varint(n):
+    out = b""
+    while True:
+        out += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)])
+        n >>= 7
+        if not n:
+            return out
+def field(num, payload):  # length-delimited (wire type 2)
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+def num(num, value):  # varint (wire type 0)
+    return varint(num << 3) + varint(value)
+def entry(k, v):
+    return field(1, k.encode()) + field(2, v.encode())
+def value_info(name, dims):
+    shape = b"".join(field(1, field(2, d.encode()) if isinstance(d, str) else num(1, d)) for d in dims)
+    return field(1, name.encode()) + field(2, field(1, num(1, 1) + field(2, shape)))
+weight = (num(1, 4) + num(2, 1) + field(8, b"W") + field(13, entry("location", "weights.bin")) +
+          field(13, entry("offset", "0")) + field(13, entry("length", "16")) + num(14, 1))
+node = field(1, b"x") + field(1, b"W") + field(2, b"y") + field(3, b"add") + field(4, b"Add")
+graph = (field(1, node) + field(2, b"g") + field(5, weight) + field(11, value_info("x", ["N", 4])) +
+         field(12, value_info("y", ["N", 4])))
+open(sys.argv[1], "wb").write(num(1, 8) + field(8, num(2, 17)) + field(7, graph))
+PY
+      ;;
     fuzz_token_cache)
       printf '\x01\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00hi' >"$c/payload" ;;
   esac
@@ -71,8 +104,8 @@ for t in "${targets[@]}"; do
   log="$OUT/findings/$t.log"
   echo "fuzz: $t for ${SECS}s"
   max_len=4096
-  case "$t" in fuzz_weights_unpickler|fuzz_export_graph) max_len=131072 ;; esac  # real archives
-  if "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len="$max_len" -timeout=10 -rss_limit_mb=4096 \
+  case "$t" in fuzz_weights_unpickler|fuzz_export_graph) max_len=131072 ;; fuzz_onnx_model) max_len=32768 ;; esac  # real models
+  if UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len="$max_len" -timeout=10 -rss_limit_mb=4096 \
       -artifact_prefix="$OUT/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') runs," \
          "corpus $(ls "$OUT/corpus/$t" | wc -l) files, $(grep -oE 'cov: [0-9]+' "$log" | tail -1)"
@@ -81,6 +114,6 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t FOUND A PROBLEM; log: $log, inputs: $OUT/findings/$t/"
     grep -E 'ERROR|SUMMARY|runtime error|deadly|uncaught' "$log" | head -5 || true
   fi
-  rm -f /dev/shm/grassaudit-fuzz-* /tmp/grassaudit-fuzz-*  # the targets' scratch files
+  rm -rf /dev/shm/grassaudit-fuzz-* /tmp/grassaudit-fuzz-*  # the targets' scratch files and folders
 done
 exit $status

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 #include "audit/onnx/onnx_tensor.h"
@@ -10,8 +11,13 @@
 namespace grassaudit::onnx_rt {
 
 OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
-                     SubgraphRunner run_subgraph)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)), float64_(float64), run_subgraph_(std::move(run_subgraph)) {}
+                     SubgraphRunner run_subgraph, int64_t max_elements)
+    : node_(node),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      float64_(float64),
+      run_subgraph_(std::move(run_subgraph)),
+      max_elements_(max_elements) {}
 
 const std::string& OpContext::op_type() const { return node_.op_type(); }
 
@@ -112,6 +118,38 @@ std::vector<at::Tensor> OpContext::run_subgraph(const char* name, const std::vec
 void OpContext::fail(const std::string& why) const {
   throw InputError(fmt::format("ONNX node '{}' ({}{}): {}", node_.name(), node_.domain().empty() ? "" : node_.domain() + ".",
                                node_.op_type(), why));
+}
+
+void OpContext::check_size(at::IntArrayRef shape, const char* what) const {
+  if (span_within(shape, max_elements_) < 0)
+    fail(fmt::format("{} would have the shape [{}]: {}", what, fmt::join(shape, ", "),
+                     std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })
+                         ? "a negative size"
+                         : fmt::format("over the {} elements a node may make", max_elements_)));
+}
+
+int64_t span_within(at::IntArrayRef shape, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 1 && n > limit / d)) return -1;
+    n *= std::max<int64_t>(d, 1);
+  }
+  return n;
+}
+
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<at::IntArrayRef>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto& s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[rank - s.size() + i];
+      const int64_t d = s[i];
+      if (d == o || d == 1) continue;
+      if (o != 1) return std::nullopt;
+      o = d;
+    }
+  return out;
 }
 
 std::vector<int64_t> to_ints(const at::Tensor& t) {

@@ -10,6 +10,7 @@
 // input), the op reads both forms.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -30,8 +31,9 @@ class OpContext {
   using SubgraphRunner =
       std::function<std::vector<at::Tensor>(const onnx::AttributeProto& attr, const std::vector<at::Tensor>& inputs)>;
 
+  // `max_elements`: OnnxProgram::Limits's (the default is the CLI's, for an op run on its own).
   OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
-            SubgraphRunner run_subgraph);
+            SubgraphRunner run_subgraph, int64_t max_elements = int64_t{1} << 31);
 
   const onnx::NodeProto& node() const { return node_; }
   const std::string& op_type() const;
@@ -73,6 +75,11 @@ class OpContext {
 
   // InputError, one line naming the node (its name or index, op type) and `why`.
   [[noreturn]] void fail(const std::string& why) const;
+  // The most elements a tensor the node makes may hold (OnnxProgram::Limits).
+  int64_t max_elements() const { return max_elements_; }
+  // fail() unless a tensor of `shape` is within max_elements() (a 0 counted as 1, so huge sizes
+  // beside a 0 are refused too) with no negative size; `what` names the tensor.
+  void check_size(at::IntArrayRef shape, const char* what) const;
 
  private:
   const onnx::NodeProto& node_;
@@ -80,6 +87,7 @@ class OpContext {
   std::vector<at::Tensor> inputs_;
   bool float64_;
   SubgraphRunner run_subgraph_;
+  int64_t max_elements_;
 };
 
 using OpFn = std::vector<at::Tensor> (*)(OpContext&);
@@ -104,5 +112,10 @@ int64_t norm_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 // ONNX's TensorProto.DataType code as an ATen type; fail() for types LibTorch lacks (uint16/32/64,
 // string, complex).
 at::ScalarType onnx_dtype(const OpContext& ctx, int64_t code);
+// The elements of `shape` with each 0 counted as 1, or -1 when that is over `limit` or a size is
+// negative (computed without overflow).
+int64_t span_within(at::IntArrayRef shape, int64_t limit);
+// The numpy broadcast of `shapes`, or nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<at::IntArrayRef>& shapes);
 
 }  // namespace grassaudit::onnx_rt

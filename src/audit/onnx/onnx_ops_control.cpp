@@ -12,6 +12,15 @@ namespace {
 
 using Ts = std::vector<at::Tensor>;
 
+// The iterations' slices of one scan output stacked along a new first axis, refused when that
+// would hold more than a node may make.
+at::Tensor stacked(const OpContext& c, const Ts& slices) {
+  std::vector<int64_t> shape = slices[0].sizes().vec();
+  shape.insert(shape.begin(), static_cast<int64_t>(slices.size()));
+  c.check_size(shape, "a scan output");
+  return at::stack(slices, 0);
+}
+
 Ts op_if(OpContext& c) {
   const at::Tensor& cond = c.required(0);
   if (cond.numel() != 1) c.fail(fmt::format("the condition has {} elements, not one", cond.numel()));
@@ -28,9 +37,8 @@ Ts op_loop(OpContext& c) {
   const int64_t trips = max_trip.defined() ? max_trip.item<int64_t>() : -1;
   bool cond = cond_in.defined() ? cond_in.item<bool>() : true;
   std::vector<Ts> scans;
-  constexpr int64_t kMaxTrips = int64_t{1} << 31;
+  // Each iteration is a sub-graph call, which the run's limit on them ends.
   for (int64_t it = 0; (trips < 0 || it < trips) && cond; ++it) {
-    if (it >= kMaxTrips) c.fail("ran 2^31 iterations without stopping");
     Ts in{at::scalar_tensor(it, at::kLong), at::scalar_tensor(cond, at::kBool)};
     in.insert(in.end(), carried.begin(), carried.end());
     Ts out = c.run_subgraph("body", in);
@@ -43,7 +51,7 @@ Ts op_loop(OpContext& c) {
   Ts result = carried;
   const size_t n_scan = static_cast<size_t>(c.num_outputs()) > n_carried ? c.num_outputs() - n_carried : 0;
   for (size_t k = 0; k < n_scan; ++k) {
-    if (k < scans.size() && !scans[k].empty()) result.push_back(at::stack(scans[k], 0));
+    if (k < scans.size() && !scans[k].empty()) result.push_back(stacked(c, scans[k]));
     else result.push_back(at::empty({0}, at::kFloat));  // no iteration ran: an empty scan output
   }
   return result;
@@ -88,7 +96,7 @@ Ts op_scan(OpContext& c) {
   Ts result = state;
   for (int64_t k = 0; k < k_out; ++k) {
     if (k >= static_cast<int64_t>(outs.size()) || outs[k].empty()) c.fail("a scan output with no iterations");
-    at::Tensor y = at::stack(outs[k], 0);
+    at::Tensor y = stacked(c, outs[k]);
     if (out_dirs[k]) y = y.flip({0});
     y = y.movedim(0, norm_axis(c, out_axes[k], y.dim()));
     result.push_back(y);

@@ -16,7 +16,26 @@ using Ts = std::vector<at::Tensor>;
 
 Ts one(at::Tensor t) { return {std::move(t)}; }
 
-Ts op_matmul(OpContext& c) { return one(at::matmul(c.required(0), c.required(1))); }
+// fail() when the product of a [..., N, K] and b [..., K, M] (numpy's matmul, batch dimensions
+// broadcast), with `bias` (if defined) broadcast onto it, would be over the limit; shapes ATen
+// refuses are left to it.
+void check_product(const OpContext& c, const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {}) {
+  if (a.dim() == 0 || b.dim() == 0) return;
+  const auto batch = broadcast_shape({a.sizes().slice(0, std::max<int64_t>(a.dim() - 2, 0)),
+                                      b.sizes().slice(0, std::max<int64_t>(b.dim() - 2, 0))});
+  if (!batch) return;
+  std::vector<int64_t> out = *batch;
+  if (a.dim() >= 2) out.push_back(a.size(-2));
+  if (b.dim() >= 2) out.push_back(b.size(-1));
+  c.check_size(out, "the product");
+  if (bias.defined())
+    if (const auto with_bias = broadcast_shape({out, bias.sizes()})) c.check_size(*with_bias, "the output");
+}
+
+Ts op_matmul(OpContext& c) {
+  check_product(c, c.required(0), c.required(1));
+  return one(at::matmul(c.required(0), c.required(1)));
+}
 
 bool blas_float(at::ScalarType t) { return t == at::kFloat || t == at::kDouble; }
 
@@ -26,6 +45,7 @@ bool blas_float(at::ScalarType t) { return t == at::kFloat || t == at::kDouble; 
 // two ops would.
 Ts op_matmul_add(OpContext& c) {
   const at::Tensor &a = c.required(0), &b = c.required(1), &bias = c.required(2);
+  check_product(c, a, b, bias);
   const auto t = a.scalar_type();
   if (a.dim() >= 2 && b.dim() == 2 && bias.dim() == 1 && bias.size(0) == b.size(1) && a.size(-1) == b.size(0) &&
       blas_float(t) && b.scalar_type() == t && bias.scalar_type() == t) {
@@ -43,6 +63,7 @@ Ts op_gemm(OpContext& c) {
   if (c.attr_int("transB", 0)) b = b.t();
   const double alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
   const at::Tensor bias = c.input(2);
+  check_product(c, a, b, bias);
   const auto t = a.scalar_type();
   // One addmm when the types allow it: C broadcast into the output, then alpha * A @ B onto it.
   if (bias.defined() && a.dim() == 2 && b.dim() == 2 && bias.dim() <= 2 && blas_float(t) && b.scalar_type() == t &&
@@ -67,6 +88,9 @@ Ts op_einsum(OpContext& c) {
 struct ConvGeometry {
   std::vector<int64_t> stride, dilation, begin, end;
 };
+// Strides and dilations past this are refused (no model steps further), so the geometry's
+// arithmetic stays far from overflowing.
+constexpr int64_t kMaxStride = int64_t{1} << 20;
 
 ConvGeometry conv_geometry(OpContext& c, const at::Tensor& x, const std::vector<int64_t>& kernel, bool transposed) {
   const size_t n = kernel.size();
@@ -80,6 +104,12 @@ ConvGeometry conv_geometry(OpContext& c, const at::Tensor& x, const std::vector<
   g.begin.assign(n, 0);
   g.end.assign(n, 0);
   if (g.stride.size() != n || g.dilation.size() != n) c.fail("strides or dilations do not match the kernel's rank");
+  for (size_t i = 0; i < n; ++i)
+    if (g.stride[i] < 1 || g.stride[i] > kMaxStride || g.dilation[i] < 1 || g.dilation[i] > kMaxStride)
+      c.fail(fmt::format("strides [{}] and dilations [{}] must be between 1 and {}", fmt::join(g.stride, ", "),
+                         fmt::join(g.dilation, ", "), kMaxStride));
+  for (int64_t p : pads)
+    if (p < -c.max_elements() || p > c.max_elements()) c.fail(fmt::format("a pad of {}", p));
   if (auto_pad == "NOTSET") {
     if (!pads.empty()) {
       if (pads.size() != 2 * n) c.fail(fmt::format("{} pads for a {}-D kernel", pads.size(), n));
@@ -112,12 +142,17 @@ Ts op_conv(OpContext& c) {
   // X [N, C, spatial...], W [M, C/group, kernel...], B [M]
   const at::Tensor &x = c.required(0), &w = c.required(1);
   const at::Tensor b = c.input(2);
+  if (w.dim() < 3 || w.dim() > 5) c.fail(fmt::format("a weight of rank {} (a 1-D to 3-D convolution)", w.dim()));
   std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
-  if (kernel.empty() || kernel.size() > 3) c.fail(fmt::format("a {}-D convolution", kernel.size()));
   const ConvGeometry g = conv_geometry(c, x, kernel, false);
   const int64_t groups = c.attr_int("group", 1);
   bool symmetric = true;
   for (size_t i = 0; i < kernel.size(); ++i) symmetric = symmetric && g.begin[i] == g.end[i];
+  // Output [N, M, spatial...]: refused before it is allocated when over the limit.
+  std::vector<int64_t> out_shape{x.size(0), w.size(0)};
+  for (size_t i = 0; i < kernel.size(); ++i)
+    out_shape.push_back((x.size(2 + i) + g.begin[i] + g.end[i] - g.dilation[i] * (kernel[i] - 1) - 1) / g.stride[i] + 1);
+  c.check_size(out_shape, "the output");
   at::Tensor in = x;
   std::vector<int64_t> padding(kernel.size(), 0);
   if (symmetric) padding = g.begin;
@@ -136,14 +171,22 @@ Ts op_conv_transpose(OpContext& c) {
   // X [N, C, spatial...], W [C, M/group, kernel...], B [M]
   const at::Tensor &x = c.required(0), &w = c.required(1);
   const at::Tensor b = c.input(2);
+  if (w.dim() < 3 || w.dim() > 5)
+    c.fail(fmt::format("a weight of rank {} (a 1-D to 3-D transposed convolution)", w.dim()));
   std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
   const size_t n = kernel.size();
-  if (n == 0 || n > 3) c.fail(fmt::format("a {}-D transposed convolution", n));
   ConvGeometry g = conv_geometry(c, x, kernel, true);
   const int64_t groups = c.attr_int("group", 1);
+  if (groups < 1 || w.size(1) > c.max_elements() / groups) c.fail(fmt::format("group {}", groups));
   std::vector<int64_t> out_pad = c.attr_ints("output_padding");
   if (out_pad.empty()) out_pad.assign(n, 0);
   const std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+  if (out_pad.size() != n || (!out_shape.empty() && out_shape.size() < n))
+    c.fail("output_padding or output_shape does not match the kernel's rank");
+  for (int64_t v : out_pad)
+    if (v < 0 || v > kMaxStride) c.fail(fmt::format("output_padding {}", v));
+  for (int64_t v : out_shape)
+    if (v < 0 || v > c.max_elements()) c.fail(fmt::format("output_shape {}", v));
   if (!out_shape.empty()) {
     // total padding from the requested output size; the odd unit at the end unless SAME_LOWER
     const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
@@ -155,7 +198,14 @@ Ts op_conv_transpose(OpContext& c) {
       g.end[i] = auto_pad == "SAME_LOWER" ? small : big;
     }
   }
-  // Full transposed convolution with no padding, then crop begin/end (negative: pad).
+  // Full transposed convolution with no padding, then crop begin/end (negative: pad); both
+  // refused before they are allocated when over the limit.
+  std::vector<int64_t> full_shape{x.size(0), w.size(1) * groups}, cropped_shape;
+  for (size_t i = 0; i < n; ++i) full_shape.push_back(g.stride[i] * (x.size(2 + i) - 1) + (kernel[i] - 1) * g.dilation[i] + 1);
+  c.check_size(full_shape, "the full output");
+  cropped_shape = full_shape;
+  for (size_t i = 0; i < n; ++i) cropped_shape[2 + i] += out_pad[i] - g.begin[i] - g.end[i];
+  c.check_size(cropped_shape, "the output");
   at::Tensor y = at::convolution(x, w, b, g.stride, std::vector<int64_t>(n, 0), g.dilation, true,
                                  std::vector<int64_t>(n, 0), groups);
   std::vector<int64_t> p;
@@ -203,7 +253,15 @@ Ts pool(OpContext& c, bool max) {
   const size_t n = kernel.size();
   if (n == 0 || n > 3 || static_cast<int64_t>(n) != x.dim() - 2)
     c.fail(fmt::format("kernel_shape of {} dimensions for an input of rank {}", n, x.dim()));
+  for (int64_t k : kernel)
+    if (k < 1 || k > kMaxStride) c.fail(fmt::format("kernel_shape [{}] must be between 1 and {}", fmt::join(kernel, ", "), kMaxStride));
   ConvGeometry g = conv_geometry(c, x, kernel, false);
+  // The padded input (and the dilated path's kernel of ones) refused before they are allocated.
+  std::vector<int64_t> padded_shape{x.size(0), x.size(1)}, kernel_shape{1, 1};
+  for (size_t i = 0; i < n; ++i) padded_shape.push_back(x.size(2 + i) + g.begin[i] + g.end[i]);
+  kernel_shape.insert(kernel_shape.end(), kernel.begin(), kernel.end());
+  c.check_size(padded_shape, "the padded input");
+  c.check_size(kernel_shape, "the window");
   bool dilated = false;
   for (int64_t d : g.dilation) dilated = dilated || d != 1;
   const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
@@ -372,6 +430,9 @@ Ts op_group_norm(OpContext& c) {
   const at::Tensor &x = c.required(0), &scale = c.required(1), &bias = c.required(2);
   const int64_t groups = c.attr_int("num_groups", 0);
   if (groups <= 0 || x.dim() < 2 || x.size(1) % groups) c.fail(fmt::format("num_groups {} does not divide the channels", groups));
+  for (const at::Tensor* t : {&scale, &bias})
+    if (t->numel() != x.size(1) && t->numel() != groups)
+      c.fail(fmt::format("scale and bias hold {} and {} values, not one per channel or group", scale.numel(), bias.numel()));
   const double eps = c.attr_float("epsilon", 1e-5f);
   const int64_t N = x.size(0), C = x.size(1);
   const at::Tensor xs = x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);

@@ -191,8 +191,11 @@ Recurrence prepare(const OpContext& c, int64_t gates) {
   rc.r = c.required(2).to(dtype);
   if (rc.r.dim() != 3) c.fail(fmt::format("R has shape {}, expected rank 3", rc.r.sizes()));
   rc.hidden = c.attr_int("hidden_size", rc.r.size(2));
+  if (rc.hidden <= 0 || rc.hidden > c.max_elements())
+    c.fail(fmt::format("hidden_size {} is not a positive size", rc.hidden));
   const int64_t gh = gates * rc.hidden;
-  if (rc.hidden <= 0) c.fail(fmt::format("hidden_size {} is not positive", rc.hidden));
+  // The gates of every step, [seq, dirs, batch, gates*hidden], bound what the op allocates.
+  c.check_size({rc.seq, rc.dirs, rc.batch, gh}, "the gates");
   if (rc.w.dim() != 3 || rc.w.size(0) != rc.dirs || rc.w.size(1) != gh || rc.w.size(2) != input)
     c.fail(fmt::format("W has shape {}, expected [{}, {}, {}]", rc.w.sizes(), rc.dirs, gh, input));
   if (rc.r.size(0) != rc.dirs || rc.r.size(1) != gh || rc.r.size(2) != rc.hidden)

@@ -51,10 +51,11 @@ Ts op_gather(OpContext& c) {
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
   const at::Tensor i = wrap_indices(idx, x.size(axis));
   // Output shape: x.shape[:axis] + idx.shape + x.shape[axis+1:]
-  at::Tensor flat = at::index_select(x, axis, i.reshape({-1}));
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().begin() + axis);
   for (int64_t s : idx.sizes()) shape.push_back(s);
   for (int64_t d = axis + 1; d < x.dim(); ++d) shape.push_back(x.size(d));
+  c.check_size(shape, "the output");
+  at::Tensor flat = at::index_select(x, axis, i.reshape({-1}));
   return one(flat.reshape(shape));
 }
 
@@ -69,6 +70,9 @@ Ts op_gather_nd(OpContext& c) {
   const int64_t b = c.attr_int("batch_dims", 0);
   const at::Tensor idx = idx_in.to(at::kLong);
   const int64_t k = idx.size(-1);
+  if (b < 0 || b >= idx.dim() || k > x.dim() - b)
+    c.fail(fmt::format("batch_dims {} and index depth {} do not fit data of rank {} and indices of rank {}", b, k, x.dim(),
+                       idx.dim()));
   // x [batch..., d_b..d_{b+k-1}, rest...], idx [batch..., m..., k]
   std::vector<int64_t> batch(x.sizes().begin(), x.sizes().begin() + b);
   int64_t nb = 1;
@@ -110,6 +114,7 @@ Ts op_scatter_nd(OpContext& c) {
   const at::Tensor &x = c.required(0), &idx_in = c.required(1), &upd = c.required(2);
   const at::Tensor idx = idx_in.to(at::kLong);
   const int64_t k = idx.size(-1);
+  if (k > x.dim()) c.fail(fmt::format("index depth {} is over the data's rank {}", k, x.dim()));
   std::vector<int64_t> rest(x.sizes().begin() + k, x.sizes().end());
   int64_t rest_n = 1;
   for (int64_t s : rest) rest_n *= s;
@@ -161,7 +166,7 @@ Ts op_slice(OpContext& c) {
       // Walk backwards: flip, then a positive step from the mirrored start.
       const at::Tensor f = y.flip({axis});
       const int64_t fs = dim - 1 - s, fe = dim - 1 - e;
-      y = f.slice(axis, fs, fe, -step);
+      y = f.slice(axis, fs, fe, step < -dim ? dim : -step);  // any step past -dim takes one element
     }
   }
   return one(y);
@@ -176,12 +181,15 @@ Ts op_split(OpContext& c) {
   const int64_t dim = x.size(axis);
   if (sizes.empty()) {
     const int64_t n = c.has("num_outputs") ? c.attr_int("num_outputs", 1) : c.num_outputs();
-    if (n <= 0) c.fail("no outputs to split into");
+    if (n <= 0 || n > c.num_outputs()) c.fail(fmt::format("{} parts for {} outputs", n, c.num_outputs()));
     const int64_t chunk = (dim + n - 1) / n;
     for (int64_t i = 0, left = dim; i < n; ++i, left -= chunk) sizes.push_back(std::max<int64_t>(0, std::min(chunk, left)));
   }
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes) {
+    if (s < 0 || s > dim) c.fail(fmt::format("split size {} for a dimension of {}", s, dim));
+    total += s;
+  }
   if (total != dim) c.fail(fmt::format("split sizes [{}] do not add up to {}", fmt::join(sizes, ", "), dim));
   Ts out;
   int64_t at_ = 0;
@@ -196,7 +204,12 @@ Ts op_concat(OpContext& c) {
   if (c.num_inputs() == 0) c.fail("needs at least one input");
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), c.required(0).dim());
   std::vector<at::Tensor> xs;
-  for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.required(i));
+  int64_t total = 0;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    xs.push_back(c.required(i));
+    total += xs.back().numel();
+    if (total > c.max_elements()) c.fail(fmt::format("the inputs hold over the {} elements a node may make", c.max_elements()));
+  }
   return one(at::cat(xs, axis));
 }
 
@@ -272,12 +285,26 @@ Ts op_expand(OpContext& c) {
     if (a != b && a != 1 && b != 1) c.fail(fmt::format("cannot broadcast [{}] to [{}]", fmt::join(x.sizes().vec(), ", "), fmt::join(shape, ", ")));
     out[i] = a == 1 ? b : a;
   }
+  c.check_size(out, "the output");
   // A view (stride 0 along the broadcast axes): every op reads it as ATen broadcasting would, and
   // none writes into it (OpContext::overwritable refuses overlapping layouts), so no copy is made.
   return one(x.expand(out));
 }
 
-Ts op_tile(OpContext& c) { return one(c.required(0).repeat(to_ints(c.required(1)))); }
+Ts op_tile(OpContext& c) {
+  const at::Tensor& x = c.required(0);
+  const std::vector<int64_t> repeats = to_ints(c.required(1));
+  if (static_cast<int64_t>(repeats.size()) != x.dim())
+    c.fail(fmt::format("{} repeats for an input of rank {}", repeats.size(), x.dim()));
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (repeats[d] < 0 || (repeats[d] > 1 && x.size(d) > c.max_elements() / repeats[d]))
+      c.fail(fmt::format("repeats {} of a dimension of {}", repeats[d], x.size(d)));
+    out.push_back(x.size(d) * repeats[d]);
+  }
+  c.check_size(out, "the output");
+  return one(x.repeat(repeats));
+}
 
 Ts op_pad(OpContext& c) {
   const at::Tensor& x = c.required(0);
@@ -289,11 +316,15 @@ Ts op_pad(OpContext& c) {
   else for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
   const int64_t n = static_cast<int64_t>(axes.size());
   if (static_cast<int64_t>(pads.size()) != 2 * n) c.fail(fmt::format("{} pads for {} axes", pads.size(), n));
-  std::vector<int64_t> begin(x.dim(), 0), end(x.dim(), 0);
+  std::vector<int64_t> begin(x.dim(), 0), end(x.dim(), 0), out_shape;
+  for (int64_t p : pads)
+    if (p < -c.max_elements() || p > c.max_elements()) c.fail(fmt::format("a pad of {}", p));
   for (int64_t i = 0; i < n; ++i) {
     begin[axes[i]] = pads[i];
     end[axes[i]] = pads[i + n];
   }
+  for (int64_t d = 0; d < x.dim(); ++d) out_shape.push_back(x.size(d) + begin[d] + end[d]);
+  c.check_size(out_shape, "the output");
   at::Tensor y = x;
   if (mode == "constant") {
     std::vector<int64_t> p;  // ATen: last dimension first, (begin, end) pairs
@@ -308,6 +339,7 @@ Ts op_pad(OpContext& c) {
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (!begin[d] && !end[d]) continue;
     const int64_t L = y.size(d);
+    if (L == 0) c.fail(fmt::format("mode '{}' pads a dimension of size 0", mode));
     if (begin[d] < 0 || end[d] < 0) {
       y = y.narrow(d, -std::min<int64_t>(begin[d], 0), L + std::min<int64_t>(begin[d], 0) + std::min<int64_t>(end[d], 0));
       continue;
@@ -353,6 +385,7 @@ Ts op_constant(OpContext& c) {
 
 Ts op_constant_of_shape(OpContext& c) {
   const std::vector<int64_t> shape = to_ints(c.required(0));
+  c.check_size(shape, "the output");
   at::Tensor v = c.attr_tensor("value");
   if (!v.defined()) v = at::zeros({1}, c.float_type());
   return one(at::full(shape, 0, v.options()).copy_(v.reshape({})));
@@ -362,12 +395,20 @@ Ts op_range(OpContext& c) {
   const at::Tensor &start = c.required(0), &limit = c.required(1), &delta = c.required(2);
   if (at::isFloatingType(start.scalar_type())) {
     const double s = start.item<double>(), l = limit.item<double>(), d = delta.item<double>();
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+    const double count = std::max(0.0, std::ceil((l - s) / d));
+    if (!(count <= static_cast<double>(c.max_elements())))
+      c.fail(fmt::format("start {}, limit {} and delta {} make over the {} elements a node may make", s, l, d,
+                         c.max_elements()));
+    const int64_t n = static_cast<int64_t>(count);
     return one((at::arange(n, at::TensorOptions().dtype(start.scalar_type())) * d + s).to(start.scalar_type()));
   }
   const int64_t s = start.item<int64_t>(), l = limit.item<int64_t>(), d = delta.item<int64_t>();
   if (d == 0) c.fail("delta 0");
-  const int64_t n = std::max<int64_t>(0, (l - s + d + (d > 0 ? -1 : 1)) / d);
+  const __int128 count = (static_cast<__int128>(l) - s + d + (d > 0 ? -1 : 1)) / d;
+  if (count > c.max_elements())
+    c.fail(fmt::format("start {}, limit {} and delta {} make over the {} elements a node may make", s, l, d,
+                       c.max_elements()));
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   return one((at::arange(n, at::kLong) * d + s).to(start.scalar_type()));
 }
 
@@ -391,10 +432,16 @@ Ts op_nonzero(OpContext& c) { return one(at::nonzero(c.required(0)).t().contiguo
 
 Ts op_one_hot(OpContext& c) {
   const at::Tensor &idx = c.required(0), &depth_t = c.required(1), &values = c.required(2);
-  const int64_t depth = depth_t.reshape({-1})[0].item<double>();
+  const double depth_value = depth_t.reshape({-1})[0].item<double>();
+  if (!(depth_value >= 1 && depth_value <= static_cast<double>(c.max_elements())))
+    c.fail(fmt::format("depth {} is not a positive count", depth_value));
+  const int64_t depth = static_cast<int64_t>(depth_value);
   int64_t axis = c.attr_int("axis", -1);
   const int64_t r = idx.dim() + 1;
   axis = norm_axis(c, axis, r);
+  std::vector<int64_t> out_shape = idx.sizes().vec();
+  out_shape.push_back(depth);
+  c.check_size(out_shape, "the output");
   at::Tensor i = idx.to(at::kLong);
   i = at::where(i < 0, i + depth, i);
   const at::Tensor in_range = at::logical_and(i >= 0, i < depth);
@@ -421,7 +468,7 @@ Ts op_eye_like(OpContext& c) {
   const at::ScalarType t = c.has("dtype") ? c.promote(onnx_dtype(c, c.attr_int("dtype", 1))) : x.scalar_type();
   const int64_t k = c.attr_int("k", 0);
   at::Tensor e = at::zeros({x.size(0), x.size(1)}, t);
-  if (k < x.size(1) && -k < x.size(0)) e.diagonal(k).fill_(1);
+  if (k < x.size(1) && k > -x.size(0)) e.diagonal(k).fill_(1);
   return one(e);
 }
 

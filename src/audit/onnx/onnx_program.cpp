@@ -30,6 +30,8 @@ namespace {
 constexpr int64_t kOldestOpset = 7;
 // A model file is read whole; protobuf itself refuses messages over 2 GiB.
 constexpr int64_t kMaxModelBytes = (int64_t{1} << 31) - 1;
+// Sub-graphs inside sub-graphs: exporters nest a few (a Loop in an If); deeper is a damaged file.
+constexpr int kMaxNesting = 16;
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -91,6 +93,7 @@ struct OnnxProgram::Impl {
   std::vector<std::string> census;
   std::string random_node;
   int float32_creators = 0;
+  Limits limits;
   // GRASSAUDIT_ONNX_PROFILE set: each node's wall time is summed by op type, and the table goes
   // to stderr when the program is destroyed (where an ONNX forward's time goes, no profiler needed).
   bool profile = std::getenv("GRASSAUDIT_ONNX_PROFILE") != nullptr;
@@ -138,18 +141,23 @@ struct OnnxProgram::Impl {
 
   void compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope);
   static void fuse_matmul_add(Graph& g);
+  // `subgraph_calls`: how many sub-graphs this run has called (Limits::max_subgraph_calls).
   void run_graph(const Graph& g, std::vector<at::Tensor>& env, const std::vector<std::vector<at::Tensor>*>& outer_envs,
-                 const std::vector<const Graph*>& outer_graphs) const;
+                 const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const;
   std::vector<at::Tensor> call(const Graph& g, const std::vector<at::Tensor>& inputs,
                                std::vector<std::vector<at::Tensor>*> outer_envs,
-                               std::vector<const Graph*> outer_graphs) const;
+                               std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const;
 };
 
 void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope) {
   const std::string where = scope.empty() ? "the graph" : scope;
+  int depth = 0;
+  for (const Graph* o = g.outer; o; o = o->outer) ++depth;
+  if (depth > kMaxNesting) fail(fmt::format("{}: sub-graphs nested over {} deep", where, kMaxNesting));
   std::set<std::string> init_names;
   for (const auto& init : gp.initializer()) {
     const std::string what = fmt::format("{}: initializer '{}'", where, init.name());
+    if (init.name().empty()) fail(fmt::format("{} has an initializer with no name", where));
     at::Tensor t = tensor_from_proto(init, model_dir, [&](const std::string& why) { fail(fmt::format("{}: {}", where, why)); });
     const int s = define(g, init.name(), what);
     g.initializer_slots.emplace_back(s, parameters.size());
@@ -160,6 +168,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     fail(fmt::format("{} has sparse initializers, which this reader does not read", where));
   for (const auto& in : gp.input()) {
     if (is_root && init_names.count(in.name())) continue;  // an initializer listed as an input (IR < 4): a weight
+    if (in.name().empty()) fail(fmt::format("{} has an input with no name", where));
     if (!in.type().has_tensor_type())
       fail(fmt::format("{}: input '{}' is not a tensor (a sequence, map or optional), which the audit does not feed",
                        where, in.name()));
@@ -174,6 +183,8 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     u.dtype = *dt;
     if (tt.has_shape())
       for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() < 0)
+          fail(fmt::format("input '{}' declares the size {}", in.name(), d.dim_value()));
         if (d.has_dim_value()) u.sizes.emplace_back(d.dim_value());
         else u.sizes.emplace_back(std::nullopt);
         u.ranges.emplace_back(1, -1);
@@ -217,6 +228,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     g.nodes.push_back(std::move(n));
   }
   for (const auto& out : gp.output()) {
+    if (out.name().empty()) fail(fmt::format("{} has an output with no name", where));
     g.output_slots.push_back(read(g, out.name(), fmt::format("{} output", where)));
     if (is_root) output_names.push_back(out.name());
   }
@@ -294,14 +306,14 @@ void OnnxProgram::Impl::fuse_matmul_add(Graph& g) {
 
 std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vector<at::Tensor>& inputs,
                                                 std::vector<std::vector<at::Tensor>*> outer_envs,
-                                                std::vector<const Graph*> outer_graphs) const {
+                                                std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const {
   std::vector<at::Tensor> env(g.nslots);
   if (inputs.size() > g.input_slots.size())
     throw InputError(fmt::format("a sub-graph takes {} inputs, the op passes {}", g.input_slots.size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) env[g.input_slots[i]] = inputs[i];
   for (const auto& [s, idx] : g.initializer_slots) env[s] = parameters[idx].second;
   for (const auto& [s, outer_slot] : g.captured) env[s] = (*outer_envs.back())[outer_slot];
-  run_graph(g, env, outer_envs, outer_graphs);
+  run_graph(g, env, outer_envs, outer_graphs, subgraph_calls);
   std::vector<at::Tensor> out;
   for (int s : g.output_slots) out.push_back(env[s]);
   return out;
@@ -309,28 +321,37 @@ std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vecto
 
 void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
                                   const std::vector<std::vector<at::Tensor>*>& outer_envs,
-                                  const std::vector<const Graph*>& outer_graphs) const {
+                                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const {
   for (const auto& n : g.nodes) {
     std::vector<at::Tensor> in;
+    std::vector<at::IntArrayRef> shapes;
     in.reserve(n.in.size());
     for (size_t k = 0; k < n.in.size(); ++k) {
       const int s = n.in[k];
       if (s < 0) in.emplace_back();
       else if (n.hand_over[k]) in.push_back(std::move(env[s]));
       else in.push_back(env[s]);
+      if (in.back().defined()) shapes.push_back(in.back().sizes());
     }
+    // Inputs that broadcast to more than a node may make are refused before an op allocates it.
+    if (const auto b = broadcast_shape(shapes); b && span_within(*b, limits.max_elements) < 0)
+      throw InputError(fmt::format("{}: the inputs broadcast to [{}], over the {} elements a node may make", n.label,
+                                   fmt::join(*b, ", "), limits.max_elements));
     OpContext::SubgraphRunner runner;
     if (!g.subgraphs.empty())
       runner = [&](const onnx::AttributeProto& a, const std::vector<at::Tensor>& inputs) {
         auto it = g.subgraphs.find(&a);
         if (it == g.subgraphs.end()) throw InputError("a sub-graph the reader did not compile");
+        if (++subgraph_calls > limits.max_subgraph_calls)
+          throw InputError(fmt::format("{}: one run calls sub-graphs (If branches, Loop and Scan iterations) over {} times",
+                                       n.label, limits.max_subgraph_calls));
         auto envs = outer_envs;
         auto graphs = outer_graphs;
         envs.push_back(&env);
         graphs.push_back(&g);
-        return call(*it->second, inputs, envs, graphs);
+        return call(*it->second, inputs, envs, graphs, subgraph_calls);
       };
-    OpContext ctx(*n.proto, opset, std::move(in), promote, std::move(runner));
+    OpContext ctx(*n.proto, opset, std::move(in), promote, std::move(runner), limits.max_elements);
     std::vector<at::Tensor> out;
     try {
       if (profile) {
@@ -346,11 +367,17 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
       throw;
     } catch (const c10::Error& e) {
       throw InputError(fmt::format("{}: {}", n.label, e.what_without_backtrace()));
+    } catch (const std::runtime_error& e) {  // ATen's shape inference (reshape's -1) throws these
+      throw InputError(fmt::format("{}: {}", n.label, e.what()));
     }
     for (size_t k = 0; k < n.out.size(); ++k) {
       if (n.out[k] < 0) continue;
       if (k >= out.size() || !out[k].defined())
         throw InputError(fmt::format("{}: output {} ('{}') was not computed", n.label, k, n.proto->output(k)));
+      if (span_within(out[k].sizes(), limits.max_elements) < 0)
+        throw InputError(fmt::format("{}: output {} ('{}') has the shape [{}], over the {} elements a node may make",
+                                     n.label, k, n.proto->output(k), fmt::join(out[k].sizes(), ", "),
+                                     limits.max_elements));
       env[n.out[k]] = std::move(out[k]);
     }
     for (int s : n.release) env[s] = at::Tensor();
@@ -422,6 +449,8 @@ std::string OnnxProgram::describe() const {
   return fmt::format("ONNX IR {}, opset {}, {}", m.ir_version(), impl_->opset, producer);
 }
 
+void OnnxProgram::set_limits(const Limits& limits) { impl_->limits = limits; }
+
 int OnnxProgram::promote_dtype_arguments(bool on) {
   impl_->promote = on;
   return impl_->float32_creators;
@@ -457,7 +486,8 @@ std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user
                                      *in[i].sizes[d], d, t.size(d)));
     args.push_back(t);
   }
-  return impl_->call(impl_->root, args, {}, {});
+  int64_t subgraph_calls = 0;
+  return impl_->call(impl_->root, args, {}, {}, subgraph_calls);
 }
 
 c10::IValue OnnxProgram::run(const std::vector<at::Tensor>& user_inputs) {

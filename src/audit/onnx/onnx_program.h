@@ -48,6 +48,17 @@ class OnnxProgram : public GraphProgram {
   // The newest default-domain opset this libonnx knows.
   static int64_t newest_opset();
 
+  // What one run may ask for before it is refused with one line naming the node: no tensor a
+  // node makes holds more than max_elements (a dimension of 0 counted as 1, so no shape's sizes
+  // multiply past it); one run calls sub-graphs (If's branches, each Loop and Scan iteration) at
+  // most max_subgraph_calls times. The defaults are far past any audited model; the fuzzer sets
+  // lower ones.
+  struct Limits {
+    int64_t max_elements = int64_t{1} << 31;
+    int64_t max_subgraph_calls = int64_t{1} << 20;
+  };
+  void set_limits(const Limits& limits);
+
  private:
   OnnxProgram();
   struct Impl;

@@ -69,6 +69,8 @@ std::string read_external(const onnx::TensorProto& p, const std::string& model_d
   }
   namespace fs = std::filesystem;
   if (location.empty()) fail(fmt::format("tensor '{}': external data without a location", p.name()));
+  if (location.find('\0') != std::string::npos)
+    fail(fmt::format("tensor '{}': external data location holds a NUL byte", p.name()));
   if (model_dir.empty()) fail(fmt::format("tensor '{}': external data '{}' where no model folder is known", p.name(), location));
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(fs::path(model_dir), ec);
@@ -113,12 +115,13 @@ at::Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& mode
   }
   if (p.has_segment()) fail(fmt::format("tensor '{}' is split into segments, which ONNX files no longer write", p.name()));
   std::vector<int64_t> dims;
-  int64_t numel = 1;
+  int64_t numel = 1, span = 1;  // span: a 0 counted as 1, so no sizes beside a 0 multiply past 2^40
   for (int64_t d : p.dims()) {
-    if (d < 0 || (d > 0 && numel > (int64_t{1} << 40) / d))
+    if (d < 0 || (d > 1 && span > (int64_t{1} << 40) / d))
       fail(fmt::format("tensor '{}' has an impossible dimension {}", p.name(), d));
     dims.push_back(d);
     numel *= d;
+    span *= std::max<int64_t>(d, 1);
   }
   const int64_t elem = static_cast<int64_t>(c10::elementSize(*type));
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
