@@ -42,8 +42,12 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import make_export_fixtures as mef  # noqa: E402  (modules both formats export)
+
 OUT = os.path.join(ROOT, "tests", "fixtures", "onnx")
 VOCAB, CHANNELS, D = 50, 4, 16
+assert D == mef.D, "the shared modules are built at the torch.export fixtures' width"
 OPSET = 17
 BATCH = 2
 REF_LENGTHS = (7, 12)       # the reference inputs' lengths (streaming: chunks)
@@ -125,32 +129,9 @@ class WhereAttention(nn.Module):
         return self.o(torch.softmax(s, -1) @ v)
 
 
-class Conv(nn.Module):
-    """Conv1d (kernel 3) along time: causal (F.pad left 2, exports Pad + Conv) or same-padded
-    (padding=1, the Conv's pads: y_t reads x_{t+1})."""
-
-    def __init__(self, causal: bool):
-        super().__init__()
-        self.causal = causal
-        self.conv = nn.Conv1d(D, D, 3, padding=0 if causal else 1)
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        u = h.transpose(1, 2)
-        if self.causal:
-            u = F.pad(u, [2, 0])
-        return self.conv(u).transpose(1, 2)
-
-
-class Rnn(nn.Module):
-    """nn.GRU (causal) or a bidirectional nn.LSTM (its backward direction reads the whole future)."""
-
-    def __init__(self, kind: str):
-        super().__init__()
-        self.rnn = (nn.GRU(D, D, batch_first=True) if kind == "gru"
-                    else nn.LSTM(D, D // 2, batch_first=True, bidirectional=True))
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.rnn(h)[0]
+# Conv (causal / same-padded Conv1d) and Rnn (GRU / bidirectional LSTM): the torch.export
+# fixtures' modules, exported here to ONNX.
+Conv, Rnn = mef.Conv, mef.Rnn
 
 
 class Cumsum(nn.Module):
