@@ -148,7 +148,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
 // --model (a model file, its format read from its content: audit/model_file.h) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
 std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
   if (vm.count("model")) {
-    if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
+    if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros|const:VALUE (one per forward argument)");
     if (!vm.count("seq-len")) throw InputError("--model needs --seq-len");
     std::vector<InputBinding> inputs;
     for (const auto& text : vm["input"].as<std::vector<std::string>>()) inputs.push_back(InputBinding::parse(text));
