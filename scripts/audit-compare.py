@@ -7,6 +7,9 @@ differ and are printed: a faster audit must keep identical verdicts and evidence
   scripts/audit-compare.py A_BIN B_BIN [--a-args=...] [--b-args=...] [--suites a.json,...] [--facts f1,f2,...]
   scripts/audit-compare.py build/grassaudit build/grassaudit --a-args=--no-train-proof
 
+--whole compares every field of the JSON but the timings (seconds, seconds_by_check): what a change
+that only moves code must leave as it was, probe counts and notes included.
+
 Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
 import argparse
 import json
@@ -75,6 +78,7 @@ def main():
     ap.add_argument("--suites", default=",".join(SUITES))
     ap.add_argument("--facts", default=",".join(FACTS),
                     help="the JSON fields compared (e.g. without the fields an older binary lacks)")
+    ap.add_argument("--whole", action="store_true", help="compare every field but the timings")
     o = ap.parse_args()
     facts = o.facts.split(",")
     differ = 0
@@ -102,7 +106,8 @@ def main():
                     for k in set(ga) ^ set(gb):
                         ga.pop(k, None)
                         gb.pop(k, None)
-                off = [k for k in facts if ja.get(k) != jb.get(k)]
+                keys = sorted((set(ja) | set(jb)) - {"seconds", "seconds_by_check"}) if o.whole else facts
+                off = [k for k in keys if ja.get(k) != jb.get(k)]
                 same = rc_a == rc_b and not off
                 sa, sb = ja["seconds"], jb["seconds"]
                 total_a += sa

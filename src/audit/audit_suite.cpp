@@ -53,7 +53,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     bool incremental = false;
     std::optional<int64_t> expect_past, expect_structural_horizon;
     int64_t horizon_within = 0;
-    std::optional<std::vector<std::string>> expect_violations;
+    std::optional<std::vector<ViolationKind>> expect_violations;
     std::optional<std::string> refused, expect_gradient, expect_structural;
     try {
       res.name = c.at("name").get<std::string>();
@@ -87,7 +87,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
               fmt::format("case {}: expect.refused must be state, nondeterministic or incremental", res.name));
         res.expected_verdict = "refused:" + *refused;
       } else {
-        res.expected_verdict = e.at("verdict").get<std::string>();
+        res.expected_verdict = verdict_name(parse_verdict(e.at("verdict").get<std::string>()));
         res.expected_horizon = e.at("leak_horizon").get<int64_t>();
       }
       if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
@@ -115,7 +115,10 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
         if (*expect_structural != "leaky" && *expect_structural != "causal" && *expect_structural != "none")
           throw InputError(fmt::format("case {}: expect.structural must be leaky, causal or none", res.name));
       }
-      if (e.contains("violations")) expect_violations = e["violations"].get<std::vector<std::string>>();
+      if (e.contains("violations")) {
+        expect_violations.emplace();
+        for (const auto& k : e["violations"]) expect_violations->push_back(parse_violation_kind(k.get<std::string>()));
+      }
       if (c.contains("contract")) {
         const auto& k = c["contract"];
         for (const auto& [key, value] : k.items())
@@ -157,16 +160,16 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     }
     res.facts_json = to_json(r).dump();
     res.train_from_eval = r.train_from_eval;
-    res.verdict = r.verdict;
+    res.verdict = verdict_name(r.verdict);
     res.horizon = r.leak_horizon;
     res.rounding_only = r.rounding_only;
     res.seconds = r.seconds;
-    std::vector<std::string> kinds;
+    std::vector<ViolationKind> kinds;
     for (const auto& v : r.violations) kinds.push_back(v.kind);
     std::vector<std::string> off;  // what differs from the expectation
     if (res.verdict != res.expected_verdict || std::abs(res.horizon - res.expected_horizon) > horizon_within)
       off.push_back(fmt::format("expected {} horizon {}, got {} horizon {}", res.expected_verdict, res.expected_horizon,
-                                r.verdict, r.leak_horizon));
+                                res.verdict, r.leak_horizon));
     if (expect_rounding && same_kernels && *expect_rounding != r.rounding_only)
       off.push_back(fmt::format("rounding_only {} != {}", r.rounding_only, *expect_rounding));
     if (expect_length && r.length_dependent != expect_length)
@@ -202,14 +205,14 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
                                   r.gradient.not_run.empty() ? "" : " (" + r.gradient.not_run + ")"));
     }
     if (expect_structural) {
-      const std::string got = r.structural && r.structural->ran ? r.structural->verdict : "none";
+      const std::string got = r.structural && r.structural->ran ? verdict_name(r.structural->verdict) : "none";
       if (got != *expect_structural)
         off.push_back(fmt::format("structural pass {} != {}{}", got, *expect_structural,
                                   r.structural && !r.structural->not_run.empty() ? " (" + r.structural->not_run + ")"
                                                                                  : ""));
     }
     if (expect_violations && kinds != *expect_violations)
-      off.push_back(fmt::format("violations [{}] != [{}]", fmt::join(kinds, ","), fmt::join(*expect_violations, ",")));
+      off.push_back(fmt::format("violations [{}] != [{}]", kind_list(kinds), kind_list(*expect_violations)));
     res.pass = off.empty();
     res.detail = fmt::format("{}", fmt::join(off, "; "));
     out.push_back(res);

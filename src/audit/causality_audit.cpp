@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -62,6 +63,42 @@ const char* verdict_name(Verdict v) {
   }
   throw std::logic_error("verdict_name: not a Verdict");
 }
+
+Verdict parse_verdict(const std::string& name) {
+  for (Verdict v : {Verdict::kCausal, Verdict::kLeaky})
+    if (name == verdict_name(v)) return v;
+  throw InputError(fmt::format("verdict must be causal or leaky, got '{}'", name));
+}
+
+namespace {
+constexpr ViolationKind kViolationKinds[] = {ViolationKind::kFuture, ViolationKind::kLength, ViolationKind::kBatch,
+                                             ViolationKind::kWindow, ViolationKind::kStructural,
+                                             ViolationKind::kIncremental};
+}  // namespace
+
+const char* violation_kind_name(ViolationKind k) {
+  switch (k) {
+    case ViolationKind::kFuture: return "future";
+    case ViolationKind::kLength: return "length";
+    case ViolationKind::kBatch: return "batch";
+    case ViolationKind::kWindow: return "window";
+    case ViolationKind::kStructural: return "structural";
+    case ViolationKind::kIncremental: return "incremental";
+  }
+  throw std::logic_error("violation_kind_name: not a ViolationKind");
+}
+
+ViolationKind parse_violation_kind(const std::string& name) {
+  std::vector<std::string> known;
+  for (ViolationKind k : kViolationKinds) {
+    if (name == violation_kind_name(k)) return k;
+    known.emplace_back(violation_kind_name(k));
+  }
+  throw InputError(fmt::format("unknown violation kind '{}' ({})", name, fmt::join(known, ", ")));
+}
+
+std::ostream& operator<<(std::ostream& os, Verdict v) { return os << verdict_name(v); }
+std::ostream& operator<<(std::ostream& os, ViolationKind k) { return os << violation_kind_name(k); }
 
 const char* mode_name(AuditMode m) {
   switch (m) {
@@ -283,7 +320,7 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMod
   g.leak_horizon = horizon;
   g.structural_horizon = reach;
   const Verdict verdict = verdict_of(horizon);
-  g.verdict = verdict_name(verdict);
+  g.verdict = verdict;
   // A path that goes on past the nearer crossing decays through the threshold there: each
   // measure meets it at its own distance (the farther one may be the path's end, L - 1).
   const bool decaying = reach > std::min(horizon, mode_horizon);
@@ -336,9 +373,9 @@ StructuralPass structural_pass(AuditTarget& target, const AuditOptions& opt) {
     sp.leak_horizon = s.leak_horizon;
     sp.max_effect = s.max_effect;
     sp.precision = s.precision;
-    sp.verdict = verdict_name(s.leak_horizon > opt.lookahead ? Verdict::kLeaky : Verdict::kCausal);
+    sp.verdict = s.leak_horizon > opt.lookahead ? Verdict::kLeaky : Verdict::kCausal;
     for (const auto& v : s.violations)
-      if (v.kind == "future") sp.evidence = v.evidence;
+      if (v.kind == ViolationKind::kFuture) sp.evidence = v.evidence;
   } catch (const std::exception& e) {
     sp.ran = false;
     sp.not_run = failure_line(e);
@@ -527,7 +564,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
     if (r.gradient.ran && !r.gradient.agrees)
       r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
                                     "L={} in {} mode says horizon {}",
-                                    r.gradient.verdict, r.gradient.leak_horizon, r.gradient.mode, L, r.gradient.mode,
+                                    verdict_name(r.gradient.verdict), r.gradient.leak_horizon, r.gradient.mode, L, r.gradient.mode,
                                     mode_h));
   }
   timed("gradient");
@@ -541,8 +578,8 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
       ev.text = fmt::format("the future is read through {}, which {} exactly zero in these weights: one training step "
                             "makes it leak (with {} redrawn at the scale of {} siblings, {})",
                             names, one ? "is" : "are", one ? "it" : "them", one ? "its" : "their", sp.evidence.text);
-      r.violations.push_back({"structural", sp.leak_horizon, opt.lookahead, ev});
-      r.verdict = verdict_name(Verdict::kLeaky);
+      r.violations.push_back({ViolationKind::kStructural, sp.leak_horizon, opt.lookahead, ev});
+      r.verdict = Verdict::kLeaky;
     } else if (sp.ran) {
       r.notes.push_back(fmt::format("structural pass: {} exactly zero in these weights; redrawn at the scale of {} "
                                     "siblings the model reads the future no further (horizon {})",
@@ -580,14 +617,14 @@ nlohmann::json opt_json(const std::optional<T>& v) {
 }  // namespace
 
 nlohmann::json to_json(const PropertyCounterexample& c) {
-  return {{"kind", c.kind},   {"seq_len", c.seq_len},     {"cut", c.cut},       {"batch", c.batch},
+  return {{"kind", violation_kind_name(c.kind)},   {"seq_len", c.seq_len},     {"cut", c.cut},       {"batch", c.batch},
           {"perturbation", c.perturbation}, {"mode", c.mode}, {"seed", c.seed}, {"positions", c.positions},
           {"effect", c.effect}, {"precision", c.precision}, {"cases", c.cases}};
 }
 
 nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json j;
-  j["verdict"] = r.verdict;
+  j["verdict"] = verdict_name(r.verdict);
   j["leak_horizon"] = r.leak_horizon;
   j["max_effect"] = r.max_effect;
   j["first_leaking_cut"] = r.first_leaking_cut ? nlohmann::json(*r.first_leaking_cut) : nlohmann::json(nullptr);
@@ -634,7 +671,7 @@ nlohmann::json to_json(const AuditResult& r) {
   for (const auto& [l, h] : r.length_horizons) lh[std::to_string(l)] = h;
   j["length_horizons"] = lh;
   if (r.gradient.ran) {
-    j["gradient_check"] = {{"verdict", r.gradient.verdict},
+    j["gradient_check"] = {{"verdict", verdict_name(r.gradient.verdict)},
                            {"leak_horizon", r.gradient.leak_horizon},
                            {"max_future_grad", r.gradient.max_future_grad},
                            {"precision", r.gradient.precision},
@@ -650,7 +687,7 @@ nlohmann::json to_json(const AuditResult& r) {
     const auto& sp = *r.structural;
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : sp.tensors) tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"scale", t.scale}});
-    nlohmann::json sj{{"verdict", sp.ran ? nlohmann::json(sp.verdict) : nlohmann::json(nullptr)},
+    nlohmann::json sj{{"verdict", sp.ran ? nlohmann::json(verdict_name(sp.verdict)) : nlohmann::json(nullptr)},
                       {"leak_horizon", sp.ran ? nlohmann::json(sp.leak_horizon) : nlohmann::json(nullptr)},
                       {"tensors_redrawn", tensors},
                       {"weights_as_given", sp.weights_as_given}};
@@ -681,8 +718,8 @@ nlohmann::json to_json(const AuditResult& r) {
   j["seconds_by_check"] = sec;
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
-    nlohmann::json vj{{"kind", v.kind}, {"evidence", evidence_json(v.evidence)}};
-    if (v.kind == "future" || v.kind == "window" || v.kind == "structural") {
+    nlohmann::json vj{{"kind", violation_kind_name(v.kind)}, {"evidence", evidence_json(v.evidence)}};
+    if (v.kind == ViolationKind::kFuture || v.kind == ViolationKind::kWindow || v.kind == ViolationKind::kStructural) {
       vj["horizon"] = v.horizon;
       vj["allowed"] = v.allowed;
     }
@@ -700,12 +737,14 @@ nlohmann::json to_json(const AuditResult& r) {
     if (!o.skipped.empty()) {
       oj["skipped"] = o.skipped;
     } else {
-      oj["verdict"] = o.verdict;
+      oj["verdict"] = verdict_name(o.verdict);
       oj["leak_horizon"] = o.leak_horizon;
       oj["max_effect"] = o.max_effect;
       oj["precision"] = o.precision;
       oj["rounding_only"] = o.rounding_only;
-      oj["violations"] = o.violations;
+      nlohmann::json kinds = nlohmann::json::array();
+      for (ViolationKind k : o.violations) kinds.push_back(violation_kind_name(k));
+      oj["violations"] = kinds;
       oj["length_dependent"] = opt_json(o.length_dependent);
       oj["batch_coupled"] = opt_json(o.batch_coupled);
       oj["past_horizon"] = opt_json(o.past_horizon);
@@ -745,25 +784,32 @@ namespace {
 // A violation other than a future leak, named in the headline by what it is, with its one fact.
 std::string headline_name(const Violation& v, const AuditResult& r) {
   const Evidence& e = v.evidence;
-  if (v.kind == "length")
+  if (v.kind == ViolationKind::kLength)
     return fmt::format("LENGTH-DEPENDENT (y_{} of a prefix of length {} differs by {:.3g})", e.position, e.prefix_len,
                        e.effect);
-  if (v.kind == "batch") return fmt::format("BATCH-COUPLED (rows of a batch mix, {} mode)", e.mode);
-  if (v.kind == "structural")
+  if (v.kind == ViolationKind::kBatch) return fmt::format("BATCH-COUPLED (rows of a batch mix, {} mode)", e.mode);
+  if (v.kind == ViolationKind::kStructural)
     return fmt::format("STRUCTURALLY LEAKY (horizon {} through {}, exactly zero in these weights)", v.horizon,
                        r.structural ? name_list(r.structural->tensors) : std::string("a zero tensor"));
-  if (v.kind == "window")
+  if (v.kind == ViolationKind::kWindow)
     return fmt::format("WINDOW EXCEEDED (reads {} back, the window allows {})", v.horizon, v.allowed);
-  if (v.kind == "incremental") {
+  if (v.kind == ViolationKind::kIncremental) {
     if (!r.incremental || !r.incremental->consistent)
       return fmt::format("incremental path INCONSISTENT (step() differs from forward() by {:.3g} at y_{})", e.effect,
                          e.position);
     return fmt::format("incremental path NOT ISOLATED (outputs moved by {:.3g}: state kept outside the passed state)",
                        e.effect);
   }
-  return v.kind + " VIOLATED";
+  return std::string(violation_kind_name(v.kind)) + " VIOLATED";
 }
+
 }  // namespace
+
+std::string kind_list(const std::vector<ViolationKind>& kinds) {
+  std::vector<std::string> names;
+  for (ViolationKind k : kinds) names.emplace_back(violation_kind_name(k));
+  return fmt::format("{}", fmt::join(names, ","));
+}
 
 std::string summarize(const AuditResult& r) {
   // The headline: the causality audit's own verdict (a future read beyond the contract), then
@@ -772,7 +818,7 @@ std::string summarize(const AuditResult& r) {
   bool future = false;
   std::string others;
   for (const auto& v : r.violations) {
-    if (v.kind == "future")
+    if (v.kind == ViolationKind::kFuture)
       future = true;
     else
       others += "; " + headline_name(v, r);
@@ -792,18 +838,18 @@ std::string summarize(const AuditResult& r) {
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");
-  for (const auto& v : r.violations) s += fmt::format("  violation [{}]: {}\n", v.kind, v.evidence.text);
+  for (const auto& v : r.violations) s += fmt::format("  violation [{}]: {}\n", violation_kind_name(v.kind), v.evidence.text);
   auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "not checked"; };
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   if (r.gradient.ran)
-    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n", r.gradient.verdict,
+    s += fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n", verdict_name(r.gradient.verdict),
                      r.gradient.leak_horizon, r.gradient.max_future_grad, r.gradient.mode,
                      r.gradient.agrees ? "agrees" : "DISAGREES");
   else if (!r.gradient.not_run.empty())
     s += fmt::format("  gradient check: not run ({})\n", r.gradient.not_run);
   if (r.structural && r.structural->ran)
-    s += fmt::format("  structural pass: {} (horizon {}) with {} redrawn\n", r.structural->verdict,
+    s += fmt::format("  structural pass: {} (horizon {}) with {} redrawn\n", verdict_name(r.structural->verdict),
                      r.structural->leak_horizon, name_list(r.structural->tensors));
   else if (r.structural && !r.structural->not_run.empty())
     s += fmt::format("  structural pass: not run ({})\n", r.structural->not_run);
@@ -819,8 +865,8 @@ std::string summarize(const AuditResult& r) {
         s += fmt::format("    {:<24} skipped: {}\n", name, o.skipped);
       else
         s += fmt::format("    {:<24} {} (leak horizon {}, max effect {:.3g}, {}{})\n", name,
-                         o.verdict == "leaky" ? "LEAKY" : "causal", o.leak_horizon, o.max_effect, o.precision,
-                         o.violations.empty() ? "" : fmt::format(", violated: {}", fmt::join(o.violations, ",")));
+                         o.verdict == Verdict::kLeaky ? "LEAKY" : "causal", o.leak_horizon, o.max_effect, o.precision,
+                         o.violations.empty() ? "" : fmt::format(", violated: {}", kind_list(o.violations)));
     }
   }
   return s;

@@ -36,6 +36,7 @@
 //     each cut (the mirror image of the future probe).
 // A contract (lookahead K, window W) says what is allowed: y_t may read x_{t-W+1} .. x_{t+K}.
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,21 +101,34 @@ struct Evidence {
   bool empty() const { return text.empty(); }
 };
 
-// A broken property of the contract. kind: future | length | batch | window | structural | incremental.
+// The properties a contract can break, in the order results list them. Their names (future, length,
+// batch, window, structural, incremental) are what the JSON, the summary and the suites read.
+enum class ViolationKind { kFuture, kLength, kBatch, kWindow, kStructural, kIncremental };
+const char* violation_kind_name(ViolationKind k);
+// InputError naming the known kinds for any other text (suite expectations, JSON read back).
+ViolationKind parse_violation_kind(const std::string& name);
+// "future,length": kinds as the summary and the suite list them.
+std::string kind_list(const std::vector<ViolationKind>& kinds);
+
+// A broken property of the contract.
 struct Violation {
-  std::string kind;
+  ViolationKind kind = ViolationKind::kFuture;
   int64_t horizon = 0;   // future/window: the measured horizon; length/batch: 0
   int64_t allowed = 0;   // future: K; window: W-1; length/batch: 0
   Evidence evidence;
 };
 
-// The audit's two outcomes and its two modes. Inside the audit only these enums are used; the
-// result records their names ("causal" | "leaky", "eval" | "train"), which is what the JSON,
-// the reports and the callers read. verdict_enum() reads a recorded verdict back.
+// The audit's two outcomes and its two modes; their names ("causal" | "leaky", "eval" | "train")
+// appear only at the edges: the JSON, the summary, the reports.
 enum class Verdict { kCausal, kLeaky };
 enum class AuditMode { kEval, kTrain };
 const char* verdict_name(Verdict v);
 const char* mode_name(AuditMode m);
+// InputError for anything but "causal" / "leaky" (what a suite or a summary.json says).
+Verdict parse_verdict(const std::string& name);
+// Their names, for test failure messages.
+std::ostream& operator<<(std::ostream& os, Verdict v);
+std::ostream& operator<<(std::ostream& os, ViolationKind k);
 
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
 std::vector<int64_t> audit_length_schedule(int64_t L);
@@ -127,7 +141,7 @@ struct GradientCheck {
   bool ran = false;
   std::string not_run;          // attempted and failed: why (ran false)
   std::string mode;             // mode_name(): the mode the gradients were taken in
-  std::string verdict;          // verdict_name(): causal | leaky
+  Verdict verdict = Verdict::kCausal;
   int64_t leak_horizon = 0;
   double max_future_grad = 0;   // relative to the largest gradient norm
   std::string precision;
@@ -138,8 +152,6 @@ struct GradientCheck {
   // Same verdict, and the same horizon -- or a path goes on past the nearer of the two horizons:
   // a decaying dependence, whose threshold crossing each measure meets at its own distance.
   bool agrees = true;
-
-  Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
 };
 
 // Vacuity of a switched-off path: a branch behind an exactly-zero parameter (a zero-initialised
@@ -156,7 +168,7 @@ struct StructuralPass {
   std::vector<RedrawnTensor> tensors;  // redrawn (empty: none is exactly zero)
   std::string skipped;                 // why it did not run (--weights-as-given, nothing zero)
   std::string not_run;                 // it was tried and failed: why
-  std::string verdict;                 // verdict_name() of the future audit with the tensors redrawn
+  Verdict verdict = Verdict::kCausal;  // of the future audit with the tensors redrawn (when ran)
   int64_t leak_horizon = 0;
   double max_effect = 0;
   std::string precision;
@@ -168,12 +180,12 @@ struct OutputResult {
   std::string path;               // "" (the output itself), [0], ["logits"], [1][0]
   std::vector<int64_t> shape;     // at the main length, batch 2
   std::string skipped;            // why it was not audited; empty: audited
-  std::string verdict;            // causal | leaky (audited leaves)
+  Verdict verdict = Verdict::kCausal;  // audited leaves
   int64_t leak_horizon = 0;
   double max_effect = 0;
   std::string precision;
   bool rounding_only = false;
-  std::vector<std::string> violations;  // kinds
+  std::vector<ViolationKind> violations;
   std::optional<bool> length_dependent, batch_coupled;
   std::optional<int64_t> past_horizon;
 };
@@ -192,7 +204,7 @@ struct PrecisionFloor {
 
 // The minimal failing case of the property search (--property N, audit/property_search.h).
 struct PropertyCounterexample {
-  std::string kind;          // the property that broke: future | window | length | batch
+  ViolationKind kind = ViolationKind::kFuture;  // the property that broke: future | window | length | batch
   int64_t seq_len = 0, cut = 0, batch = 0;
   std::string perturbation;  // what was replaced
   std::string mode;          // mode_name()
@@ -206,7 +218,7 @@ struct PropertyCounterexample {
 struct IncrementalResult;  // audit/incremental_audit.h
 
 struct AuditResult {
-  std::string verdict;           // verdict_name(): causal | leaky
+  Verdict verdict = Verdict::kCausal;
   int64_t leak_horizon = 0;
   double max_effect = 0;         // largest relative future effect (decisive precision)
   std::optional<int64_t> first_leaking_cut;
@@ -271,12 +283,10 @@ struct AuditResult {
   std::string worst_output;
   std::vector<int64_t> output_shape;  // a one-output TorchScript model: its shape (batch 2, main length)
 
-  // verdict is "leaky" exactly when a property of the contract is violated: a future leak
-  // beyond the lookahead, length dependence, batch coupling or a read beyond the window. With
-  // the default contract that is any future dependence, plus length and batch.
-  // Anything but "leaky" (also a result not yet audited, verdict "") reads as causal, as leaky() always did.
-  Verdict verdict_enum() const { return verdict == verdict_name(Verdict::kLeaky) ? Verdict::kLeaky : Verdict::kCausal; }
-  bool leaky() const { return verdict_enum() == Verdict::kLeaky; }
+  // verdict is leaky exactly when a property of the contract is violated: a future leak beyond
+  // the lookahead, length dependence, batch coupling or a read beyond the window. With the
+  // default contract that is any future dependence, plus length and batch.
+  bool leaky() const { return verdict == Verdict::kLeaky; }
 };
 
 // InputError naming the first bad option (batch, trials, lookahead, window; seq_len >= 2 once set).

@@ -202,12 +202,12 @@ Evidence measure_past_horizon(PrecisionSwitch& prec, Prober& prober, const std::
 
 void judge_contract(const Evidence& future_evidence, const Evidence& past_evidence, AuditResult& r) {
   r.violations.clear();
-  if (r.leak_horizon > r.lookahead) r.violations.push_back({"future", r.leak_horizon, r.lookahead, future_evidence});
-  if (r.length_dependent.value_or(false)) r.violations.push_back({"length", 0, 0, r.length_evidence});
-  if (r.batch_coupled.value_or(false)) r.violations.push_back({"batch", 0, 0, r.batch_evidence});
+  if (r.leak_horizon > r.lookahead) r.violations.push_back({ViolationKind::kFuture, r.leak_horizon, r.lookahead, future_evidence});
+  if (r.length_dependent.value_or(false)) r.violations.push_back({ViolationKind::kLength, 0, 0, r.length_evidence});
+  if (r.batch_coupled.value_or(false)) r.violations.push_back({ViolationKind::kBatch, 0, 0, r.batch_evidence});
   if (r.window && r.past_horizon && *r.past_horizon > *r.window - 1)
-    r.violations.push_back({"window", *r.past_horizon, *r.window - 1, past_evidence});
-  r.verdict = verdict_name(r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky);
+    r.violations.push_back({ViolationKind::kWindow, *r.past_horizon, *r.window - 1, past_evidence});
+  r.verdict = r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky;
 }
 
 }  // namespace grassaudit

@@ -278,8 +278,8 @@ void attach_incremental(const IncrementalResult& inc, AuditResult& r) {
                                   inc.partitions.size(), inc.evidence.seq_len, inc.precision, inc.max_effect));
     return;
   }
-  r.violations.push_back({"incremental", 0, 0, inc.evidence});
-  r.verdict = verdict_name(Verdict::kLeaky);
+  r.violations.push_back({ViolationKind::kIncremental, 0, 0, inc.evidence});
+  r.verdict = Verdict::kLeaky;
 }
 
 }  // namespace grassaudit

@@ -45,7 +45,7 @@ struct Case {
 // What broke on a case: the property, the output positions that moved, the largest move.
 struct Failure {
   Case c;
-  std::string kind;  // future | length | batch | window
+  ViolationKind kind;  // future | length | batch | window
   std::vector<int64_t> positions;
   double effect = 0;
 };
@@ -65,24 +65,24 @@ class CaseChecker {
     const double scale = std::max(y.abs().max().item<double>(), 1e-300);
     auto pos = at::arange(c.L, at::kLong).view({1, c.L});
     // Future: inputs from the cut on perturbed; outputs t < cut - K compared.
-    if (auto f = compare(c, "future", y, run(perturb(x, pos.ge(c.cut), c, gen), c), 0, c.cut - opt_.lookahead, scale))
+    if (auto f = compare(c, ViolationKind::kFuture, y, run(perturb(x, pos.ge(c.cut), c, gen), c), 0, c.cut - opt_.lookahead, scale))
       return f;
     // Window: inputs before the cut perturbed; outputs t >= cut + W - 1 compared.
     if (opt_.window) {
       const int64_t from = c.cut + *opt_.window - 1;
-      if (auto f = compare(c, "window", y, run(perturb(x, pos.lt(c.cut), c, gen), c), from, c.L, scale)) return f;
+      if (auto f = compare(c, ViolationKind::kWindow, y, run(perturb(x, pos.lt(c.cut), c, gen), c), from, c.L, scale)) return f;
     }
     // Length: the prefix x_0 .. x_{cut-1} alone; outputs t < cut - guard compared. Eval mode
     // only: a shorter pass draws different dropout masks.
     if (opt_.length_check && c.mode == AuditMode::kEval && c.cut - length_guard_ > 0) {
       auto y_p = run(x.narrow(1, 0, c.cut).contiguous(), c);
-      if (auto f = compare(c, "length", y.narrow(1, 0, c.cut), y_p, 0, c.cut - length_guard_, scale)) return f;
+      if (auto f = compare(c, ViolationKind::kLength, y.narrow(1, 0, c.cut), y_p, 0, c.cut - length_guard_, scale)) return f;
     }
     // Batch: every row but the first redrawn; row 0 compared everywhere.
     if (opt_.batch_check && c.batch >= 2) {
       auto x2 = x.clone();
       x2.narrow(0, 1, c.batch - 1).copy_(draw(c.batch - 1, c.L, gen));
-      if (auto f = compare(c, "batch", y.narrow(0, 0, 1), run(x2, c).narrow(0, 0, 1), 0, c.L, scale)) return f;
+      if (auto f = compare(c, ViolationKind::kBatch, y.narrow(0, 0, 1), run(x2, c).narrow(0, 0, 1), 0, c.L, scale)) return f;
     }
     return std::nullopt;
   }
@@ -134,7 +134,7 @@ class CaseChecker {
   }
 
   // Positions from..to-1 of a and b [B, n, K] (same shapes up to `to`): the ones that moved.
-  std::optional<Failure> compare(const Case& c, const char* kind, const at::Tensor& a, const at::Tensor& b,
+  std::optional<Failure> compare(const Case& c, ViolationKind kind, const at::Tensor& a, const at::Tensor& b,
                                  int64_t from, int64_t to, double scale) {
     if (to <= from) return std::nullopt;
     auto d = (a.narrow(1, from, to - from) - b.narrow(1, from, to - from)).abs().amax({0, 2}).div(scale).contiguous();
@@ -286,22 +286,22 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   ev.text = fmt::format("property search (minimal case): L={}, cut {}, batch {}, {} perturbation, {} mode: positions "
                         "{} moved by up to {:.3g} ({} property)",
                         f.c.L, f.c.cut, f.c.batch, perturbation_name(f.c.perturbation), ev.mode,
-                        fmt::join(f.positions, ","), f.effect, f.kind);
+                        fmt::join(f.positions, ","), f.effect, violation_kind_name(f.kind));
   r.notes.push_back(ev.text);
   bool known = false;
   for (const auto& v : r.violations) known = known || v.kind == f.kind;
   if (!known) {
     Violation v{f.kind, 0, 0, ev};
-    if (f.kind == "future") {
+    if (f.kind == ViolationKind::kFuture) {
       v.horizon = f.c.cut - f.positions.front();  // at least this far ahead
       v.allowed = opt.lookahead;
-    } else if (f.kind == "window") {
+    } else if (f.kind == ViolationKind::kWindow) {
       v.horizon = f.positions.back() - (f.c.cut - 1);
       v.allowed = *opt.window - 1;
     }
     r.violations.push_back(v);
   }
-  r.verdict = verdict_name(Verdict::kLeaky);
+  r.verdict = Verdict::kLeaky;
 }
 
 }  // namespace grassaudit

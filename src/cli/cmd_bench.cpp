@@ -272,7 +272,7 @@ int run(int argc, char** argv) {
         audits[k] = gate.audit(lm);
         std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n",
                                  o.preset + ":" + lm->config().mixer,
-                                 audits[k].verdict, audits[k].seconds, audits[k].probes, audits[k].precision);
+                                 verdict_name(audits[k].verdict), audits[k].seconds, audits[k].probes, audits[k].precision);
       };
     }
     print_runtime_banner();
@@ -283,7 +283,7 @@ int run(int argc, char** argv) {
     if (epoch_tokens > 0)
       for (size_t k = 0; k < results.size(); ++k) {
         const auto& t = results[k];
-        audit_costs[k] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, audits[k].verdict,
+        audit_costs[k] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, verdict_name(audits[k].verdict),
                                 audits[k].probes, audits[k].precision};
       }
   } else {

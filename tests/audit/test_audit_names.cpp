@@ -30,23 +30,23 @@ TEST(AuditNames, VerdictAndModeNamesAreTheRecordedStrings) {
 TEST(AuditNames, VerdictEnumReadsAnAuditedResultBack) {
   FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
   auto r = run_causality_audit(leaky, opts(8));
-  EXPECT_EQ(r.verdict, "leaky");
-  EXPECT_EQ(r.verdict_enum(), Verdict::kLeaky);
+  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_TRUE(r.leaky());
   ASSERT_TRUE(r.gradient.ran);
-  EXPECT_EQ(r.gradient.verdict_enum(), Verdict::kLeaky);
+  EXPECT_EQ(r.gradient.verdict, Verdict::kLeaky);
 
   FunctionTarget causal("identity", 2, [](const at::Tensor& x, bool) { return x * 2.0; });
   auto c = run_causality_audit(causal, opts(8));
-  EXPECT_EQ(c.verdict, "causal");
-  EXPECT_EQ(c.verdict_enum(), Verdict::kCausal);
+  EXPECT_EQ(c.verdict, Verdict::kCausal);
+  EXPECT_EQ(c.verdict, Verdict::kCausal);
   EXPECT_FALSE(c.leaky());
-  EXPECT_EQ(c.gradient.verdict_enum(), Verdict::kCausal);
+  EXPECT_EQ(c.gradient.verdict, Verdict::kCausal);
 }
 
 TEST(AuditNames, AResultNotYetAuditedReadsAsCausal) {
   AuditResult none;  // verdict "": leaky() was false before the enum, and stays so
-  EXPECT_EQ(none.verdict_enum(), Verdict::kCausal);
+  EXPECT_EQ(none.verdict, Verdict::kCausal);
   EXPECT_FALSE(none.leaky());
 }
 

@@ -33,10 +33,10 @@ TEST(SignatureControls, ASmallLeakyLeafIsTheWorstAndLeavesWithoutTimeAreSkipped)
   {
     TorchScriptTarget t(kDir + "signature/tuple_output_leaky_aux.pt", {InputBinding::parse("tokens:64")});
     auto r = run_output_audits(t, o);
-    EXPECT_EQ(r.verdict, "leaky");
+    EXPECT_EQ(r.verdict, Verdict::kLeaky);
     EXPECT_EQ(r.worst_output, "[1]");
     ASSERT_EQ(r.outputs.size(), 2u);
-    EXPECT_EQ(r.outputs[0].verdict, "causal");
+    EXPECT_EQ(r.outputs[0].verdict, Verdict::kCausal);
     EXPECT_EQ(r.outputs[1].leak_horizon, 1);
   }
   {
@@ -58,7 +58,7 @@ TEST(SignatureControls, StateIsRestoredOrRefusedAndNoiseIsRefused) {
   o.trials = 1;
   {
     TorchScriptTarget t(kDir + "signature/unused_call_counter.pt", {InputBinding::parse("tokens:64")});
-    EXPECT_EQ(run_output_audits(t, o).verdict, "causal");
+    EXPECT_EQ(run_output_audits(t, o).verdict, Verdict::kCausal);
     t.snapshot_state(false);
     t.set_train(false);
     auto gen = at::make_generator<at::CPUGeneratorImpl>(1);

@@ -75,7 +75,7 @@ class FailingGradientTarget : public FunctionTarget {
 TEST(SecondaryChecks, GradientMethodPutsStateBackOnlyAfterItsBackward) {
   RestoringTarget t;
   auto r = run_causality_audit(t, opts(16));
-  EXPECT_EQ(r.verdict, "causal");
+  EXPECT_EQ(r.verdict, Verdict::kCausal);
   ASSERT_TRUE(r.gradient.ran) << r.gradient.not_run;
   EXPECT_TRUE(r.gradient.agrees);
   EXPECT_EQ(r.gradient.mode, "eval");
@@ -85,7 +85,7 @@ TEST(SecondaryChecks, AGradientMethodThatCannotRunIsReportedAndThePerturbationVe
   FailingGradientTarget t;
   AuditResult r;
   ASSERT_NO_THROW(r = run_causality_audit(t, opts(16)));
-  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 2);
   EXPECT_FALSE(r.gradient.ran);
   EXPECT_NE(r.gradient.not_run.find("modified by an inplace operation"), std::string::npos) << r.gradient.not_run;
@@ -119,13 +119,13 @@ TEST(SecondaryChecks, GradientsAreComparedWithTheirOwnMode) {
 TEST(Headline, NamesEachViolationByItsOwnName) {
   AuditResult r;
   r.target = "m.pt";
-  r.verdict = "leaky";
+  r.verdict = Verdict::kLeaky;
   r.precision = "float64";
   Evidence ev;
   ev.position = 5;
   ev.effect = 0.25;
   ev.text = "y_5 from step() differs";
-  r.violations.push_back({"incremental", 0, 0, ev});
+  r.violations.push_back({ViolationKind::kIncremental, 0, 0, ev});
   IncrementalResult inconsistent;
   inconsistent.consistent = false;
   r.incremental = std::make_shared<const IncrementalResult>(inconsistent);
@@ -144,11 +144,11 @@ TEST(Headline, NamesEachViolationByItsOwnName) {
 
   Evidence fut;
   fut.text = "y_0 moved";
-  r.violations.insert(r.violations.begin(), Violation{"future", 3, 0, fut});
+  r.violations.insert(r.violations.begin(), Violation{ViolationKind::kFuture, 3, 0, fut});
   r.leak_horizon = 3;
   Evidence batch;
   batch.mode = "train";
-  r.violations.push_back({"batch", 0, 0, batch});
+  r.violations.push_back({ViolationKind::kBatch, 0, 0, batch});
   head = summarize(r).substr(0, summarize(r).find('\n'));
   EXPECT_EQ(head.rfind("m.pt: LEAKY (leak horizon 3", 0), 0u) << head;
   EXPECT_NE(head.find("; BATCH-COUPLED (rows of a batch mix, train mode)"), std::string::npos) << head;
@@ -185,7 +185,7 @@ TEST(PrecisionFloor, SmallLeakThroughAReluModelIsFound) {
   FunctionTarget t("wide-relu-leak", 3,
                    [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-7 * shift_left(x, 1); });
   auto r = run_causality_audit(t, opts(32));
-  EXPECT_EQ(r.verdict, "leaky");
+  EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   ASSERT_TRUE(r.precision_floor.has_value());
   EXPECT_FALSE(r.precision_floor->float32_sized);
