@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "audit/audit_refusal.h"
+#include "audit/checks/check.h"
 #include "audit/incremental_audit.h"
 #include "audit/output_audit.h"
 #include "audit/model_file.h"
@@ -18,6 +19,27 @@
 #include "util/error.h"
 
 namespace grassaudit {
+
+namespace {
+// The audit's own expectations, then each check's (audit/checks/check.h); nullptr: none has `key`.
+const Expectation* expectation(const std::string& key) {
+  static const std::vector<Expectation> all = [] {
+    std::vector<Expectation> x{
+        {"float32_sized_floor",
+         [](const AuditResult& r) { return nlohmann::json(r.precision_floor && r.precision_floor->float32_sized); }},
+        // The proof itself (used or not: --no-train-proof probes train mode anyway).
+        {"train_from_eval",
+         [](const AuditResult& r) { return nlohmann::json(r.train_mode_proof && r.train_mode_proof->proven); }},
+    };
+    for (const auto& check : registered_checks())
+      for (auto& e : check->expectations()) x.push_back(std::move(e));
+    return x;
+  }();
+  for (const auto& e : all)
+    if (key == e.key) return &e;
+  return nullptr;
+}
+}  // namespace
 
 std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, const AuditOptions& base) {
   nlohmann::json suite;
@@ -48,13 +70,10 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     StreamingOptions streaming;
     int64_t time_axis = 1;
     std::optional<std::string> output;
-    std::optional<bool> expect_rounding, expect_length, expect_batch, expect_f32_floor, expect_inc_consistent,
-        expect_inc_isolation, expect_train_from_eval, expect_decaying;
-    bool incremental = false;
-    std::optional<int64_t> expect_past, expect_structural_horizon;
     int64_t horizon_within = 0;
     std::optional<std::vector<ViolationKind>> expect_violations;
-    std::optional<std::string> refused, expect_gradient, expect_structural;
+    std::optional<std::string> refused;
+    nlohmann::json expect;  // the fields the audit's own and its checks' expectations answer
     try {
       res.name = c.at("name").get<std::string>();
       model_path = (dir / c.at("model").get<std::string>()).string();
@@ -67,7 +86,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       // "state": ["IN=OUT", ...] runs a streaming ONNX step chunk by chunk (audit --state).
       if (c.contains("state"))
         for (const auto& text : c["state"]) streaming.state.push_back(StreamingOptions::parse_pair(text.get<std::string>()));
-      incremental = c.value("incremental", false);  // also audit init_state/step (audit/incremental_audit.h)
+      opt.incremental = c.value("incremental", false);  // also audit init_state/step (audit/incremental_audit.h)
       opt.gradient_check = c.value("gradient_check", base.gradient_check);  // false: --no-gradient-check
       opt.structural = !c.value("weights_as_given", !base.structural);       // true: --weights-as-given
       if (c.contains("output")) output = c["output"].get<std::string>();
@@ -90,30 +109,15 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
         res.expected_verdict = verdict_name(parse_verdict(e.at("verdict").get<std::string>()));
         res.expected_horizon = e.at("leak_horizon").get<int64_t>();
       }
-      if (e.contains("rounding_only")) expect_rounding = e["rounding_only"].get<bool>();
-      if (e.contains("length_dependent")) expect_length = e["length_dependent"].get<bool>();
-      if (e.contains("batch_coupled")) expect_batch = e["batch_coupled"].get<bool>();
-      if (e.contains("incremental_consistent")) expect_inc_consistent = e["incremental_consistent"].get<bool>();
-      if (e.contains("incremental_isolation")) expect_inc_isolation = e["incremental_isolation"].get<bool>();
-      if (e.contains("train_from_eval")) expect_train_from_eval = e["train_from_eval"].get<bool>();
-      if (e.contains("float32_sized_floor")) expect_f32_floor = e["float32_sized_floor"].get<bool>();
-      if (e.contains("past_horizon")) expect_past = e["past_horizon"].get<int64_t>();
       // A dependence that decays crosses the threshold where the probe's random inputs put it: a
       // distance or two either way of the brute force's crossing.
       horizon_within = e.value("leak_horizon_within", int64_t{0});
-      if (e.contains("decaying")) expect_decaying = e["decaying"].get<bool>();
-      if (e.contains("structural_horizon")) expect_structural_horizon = e["structural_horizon"].get<int64_t>();
-      if (e.contains("gradient_check")) {
-        expect_gradient = e["gradient_check"].get<std::string>();
-        if (*expect_gradient != "agrees" && *expect_gradient != "disagrees" && *expect_gradient != "not run" &&
-            *expect_gradient != "off")
-          throw InputError(fmt::format("case {}: expect.gradient_check must be agrees, disagrees, not run or off",
-                                       res.name));
-      }
-      if (e.contains("structural")) {
-        expect_structural = e["structural"].get<std::string>();
-        if (*expect_structural != "leaky" && *expect_structural != "causal" && *expect_structural != "none")
-          throw InputError(fmt::format("case {}: expect.structural must be leaky, causal or none", res.name));
+      for (const auto& [key, value] : e.items()) {
+        if (key == "verdict" || key == "leak_horizon" || key == "leak_horizon_within" || key == "refused" ||
+            key == "violations")
+          continue;
+        if (!expectation(key)) throw InputError(fmt::format("case {}: unknown expectation '{}'", res.name, key));
+        expect[key] = value;
       }
       if (e.contains("violations")) {
         expect_violations.emplace();
@@ -135,7 +139,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     if (refused) {
       // The audit's refusal carries its reason (checked before any probe, as the CLI does).
       try {
-        if (incremental) require_incremental(target);
+        if (opt.incremental) require_incremental(target);
         run_output_audits(target, opt, output);
         res.verdict = "audited";
         res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
@@ -153,11 +157,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       continue;
     }
     auto r = run_output_audits(target, opt, output);
-    std::optional<IncrementalResult> inc;
-    if (incremental) {
-      target.select_output(output.value_or(""));
-      inc = audit_incremental(target, opt, r);
-    }
+    run_model_checks(target, opt, output, r);
     res.facts_json = to_json(r).dump();
     res.train_from_eval = r.train_from_eval;
     res.verdict = verdict_name(r.verdict);
@@ -170,46 +170,11 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     if (res.verdict != res.expected_verdict || std::abs(res.horizon - res.expected_horizon) > horizon_within)
       off.push_back(fmt::format("expected {} horizon {}, got {} horizon {}", res.expected_verdict, res.expected_horizon,
                                 res.verdict, r.leak_horizon));
-    if (expect_rounding && same_kernels && *expect_rounding != r.rounding_only)
-      off.push_back(fmt::format("rounding_only {} != {}", r.rounding_only, *expect_rounding));
-    if (expect_length && r.length_dependent != expect_length)
-      off.push_back(fmt::format("length_dependent {} != {}", r.length_dependent.value_or(false), *expect_length));
-    if (expect_batch && r.batch_coupled != expect_batch)
-      off.push_back(fmt::format("batch_coupled {} != {}", r.batch_coupled.value_or(false), *expect_batch));
-    if (expect_decaying && r.decaying != expect_decaying)
-      off.push_back(fmt::format("decaying {} != {}", r.decaying ? (*r.decaying ? "true" : "false") : "null",
-                                *expect_decaying));
-    if (expect_structural_horizon && r.structural_horizon != expect_structural_horizon)
-      off.push_back(fmt::format("structural_horizon {} != {}",
-                                r.structural_horizon ? std::to_string(*r.structural_horizon) : "null",
-                                *expect_structural_horizon));
-    if (expect_past && r.past_horizon != expect_past)
-      off.push_back(fmt::format("past_horizon {} != {}", r.past_horizon.value_or(-1), *expect_past));
-    if (expect_inc_consistent && inc && inc->consistent != *expect_inc_consistent)
-      off.push_back(fmt::format("incremental consistent {} != {}", inc->consistent, *expect_inc_consistent));
-    if (expect_inc_isolation && inc && inc->isolation != *expect_inc_isolation)
-      off.push_back(fmt::format("incremental isolation {} != {}", inc->isolation, *expect_inc_isolation));
-    const bool f32_floor = r.precision_floor && r.precision_floor->float32_sized;
-    if (expect_f32_floor && f32_floor != *expect_f32_floor)
-      off.push_back(fmt::format("float32_sized_floor {} != {}", f32_floor, *expect_f32_floor));
-    // The proof itself (used or not: --no-train-proof probes train mode anyway).
-    const bool proven = r.train_mode_proof && r.train_mode_proof->proven;
-    if (expect_train_from_eval && proven != *expect_train_from_eval)
-      off.push_back(fmt::format("train-mode proof {} != {}", proven, *expect_train_from_eval));
-    if (expect_gradient) {
-      const std::string got = r.gradient.ran ? (r.gradient.agrees ? "agrees" : "disagrees")
-                              : r.gradient.not_run.empty() ? "off"
-                                                           : "not run";
-      if (got != *expect_gradient)
-        off.push_back(fmt::format("gradient check {} != {}{}", got, *expect_gradient,
-                                  r.gradient.not_run.empty() ? "" : " (" + r.gradient.not_run + ")"));
-    }
-    if (expect_structural) {
-      const std::string got = r.structural && r.structural->ran ? verdict_name(r.structural->verdict) : "none";
-      if (got != *expect_structural)
-        off.push_back(fmt::format("structural pass {} != {}{}", got, *expect_structural,
-                                  r.structural && !r.structural->not_run.empty() ? " (" + r.structural->not_run + ")"
-                                                                                 : ""));
+    for (const auto& [key, want] : expect.items()) {
+      const Expectation& x = *expectation(key);
+      if (x.kernel_dependent && !same_kernels) continue;
+      const nlohmann::json got = x.got(r);
+      if (got != want) off.push_back(fmt::format("{} {} != {}", key, got.dump(), want.dump()));
     }
     if (expect_violations && kinds != *expect_violations)
       off.push_back(fmt::format("violations [{}] != [{}]", kind_list(kinds), kind_list(*expect_violations)));

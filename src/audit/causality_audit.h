@@ -24,7 +24,7 @@
 // be exactly zero (float32, when method 1 saw exact zeros) or below the same threshold. In float64
 // the farthest exactly non-zero gradient is the structural horizon: where a path reaches.
 //
-// Beyond the time axis (contract_checks.cpp), decided with the same float32-then-float64 rule:
+// Beyond the time axis (one file each in audit/checks/), decided by the same float32-then-float64 rule:
 //   batch independence (eval and train mode): rows of a pass are replaced while others are kept;
 //     a kept row that moves means rows mix (train-mode BatchNorm, a mean over the batch). The
 //     horizons of a coupled mode are then measured one row per pass, so batch mixing is named
@@ -84,6 +84,11 @@ struct AuditOptions {
   // and the future audited again. Off (--weights-as-given): the weights are audited as given,
   // for trained weights that are zero on purpose (pruning).
   bool structural = true;
+
+  // The checks of the whole model, after the audit of its outputs (run_model_checks):
+  // --incremental (audit/incremental_audit.h) and --property N (audit/property_search.h).
+  bool incremental = false;
+  std::optional<int64_t> property_cases;
 };
 
 // Where a property was seen to break: the cell that shows it, in the precision that decided.
@@ -294,6 +299,11 @@ void validate_audit_options(const AuditOptions& options);
 
 // Throws InputError for targets that fail, return the wrong shape, or NaN/Inf outputs.
 AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& options);
+
+// The whole-model checks the options ask for (options.property_cases, options.incremental), after
+// the audit r of the target's outputs, each adding to r (`output`: the leaf --output named).
+void run_model_checks(AuditTarget& target, const AuditOptions& options, const std::optional<std::string>& output,
+                      AuditResult& r);
 
 nlohmann::json to_json(const AuditResult& r);
 nlohmann::json to_json(const PropertyCounterexample& c);

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "audit/audit_prober.h"
-#include "audit/contract_checks.h"
+#include "audit/precision_switch.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "audit/audit_refusal.h"
@@ -258,20 +258,10 @@ nlohmann::json to_json(const IncrementalResult& inc) {
           {"seconds", inc.seconds}};
 }
 
-IncrementalResult audit_incremental(AuditTarget& target, const AuditOptions& audit, AuditResult& r) {
-  IncrementalOptions o;
-  o.seq_len = audit.seq_len;
-  o.seed = audit.seed;
-  auto inc = run_incremental_audit(target, o);
-  attach_incremental(inc, r);
-  return inc;
-}
-
 void attach_incremental(const IncrementalResult& inc, AuditResult& r) {
   r.incremental = std::make_shared<const IncrementalResult>(inc);
   for (const auto& n : inc.notes)
     if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(n);
-  r.seconds_by_check.emplace_back("incremental", inc.seconds);
   if (inc.holds()) {
     r.notes.push_back(fmt::format("incremental path consistent with forward over {} partitions of L={}, isolated "
                                   "({}, largest difference {:.3g})",

@@ -72,9 +72,6 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
 // leaky) when it does not hold, and a note.
 void attach_incremental(const IncrementalResult& inc, AuditResult& r);
 
-// --incremental after the causality audit r of `target` (audit CLI and suites): the audit's length
-// and seed, every partition, attached to r; the result is returned too.
-IncrementalResult audit_incremental(AuditTarget& target, const AuditOptions& audit, AuditResult& r);
 nlohmann::json to_json(const IncrementalResult& inc);
 
 }  // namespace grassaudit

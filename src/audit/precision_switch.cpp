@@ -5,9 +5,12 @@
 #include <algorithm>
 
 #include "audit/causality_audit.h"
-#include "audit/contract_checks.h"
 
 namespace grassaudit {
+
+std::string dtype_name(at::ScalarType t) {
+  return t == at::kDouble ? "float64" : t == at::kFloat ? "float32" : c10::toString(t);
+}
 
 PrecisionSwitch::PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L)
     : target_(target), prober_(prober), L_(L), own_(target.dtype()) {}

@@ -52,6 +52,9 @@ constexpr double kFloat32SizedFloor = 1e-11;  // a float64 floor above this is f
 // scale (a floor measured below it -- a model whose jitter rounds nothing -- counts as this).
 constexpr double kFloat64Unit = 2.220446049250313e-16;
 
+// "float64", "float32", or LibTorch's name of another dtype.
+std::string dtype_name(at::ScalarType t);
+
 class PrecisionSwitch {
  public:
   // L: the length the float64 forward test and the floor measurement run at (the audit's main length).

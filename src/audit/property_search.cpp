@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "audit/audit_prober.h"
-#include "audit/contract_checks.h"
+#include "audit/precision_switch.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
@@ -213,14 +213,6 @@ PropertyCounterexample counterexample_of(const Failure& f, int64_t cases, const 
 
 void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r) {
   CpuRngGuard rng;
-  const auto t0 = std::chrono::steady_clock::now();
-  struct Timer {  // records the search's seconds however it ends
-    AuditResult& r;
-    std::chrono::steady_clock::time_point t0;
-    ~Timer() {
-      r.seconds_by_check.emplace_back("property", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  } timer{r, t0};
   const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
   Prober prober(target, opt);

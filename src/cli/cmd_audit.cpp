@@ -209,10 +209,9 @@ int audit_main(int argc, char** argv) {
     const ShardedAuditScope sharded;
 
     AuditOptions opt = audit_options_from(vm);
-    std::optional<int64_t> property_cases;
     if (vm.count("property")) {
-      property_cases = vm["property"].as<int64_t>();
-      if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
+      opt.property_cases = vm["property"].as<int64_t>();
+      if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
     }
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit, not after it
@@ -228,8 +227,8 @@ int audit_main(int argc, char** argv) {
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
-    const bool incremental = vm["incremental"].as<bool>();
-    if (incremental) require_incremental(*target);  // refused before any probe: exit 2, one line
+    opt.incremental = vm["incremental"].as<bool>();
+    if (opt.incremental) require_incremental(*target);  // refused before any probe: exit 2, one line
 
     AuditResult result;
     std::optional<std::string> only;
@@ -239,16 +238,7 @@ int audit_main(int argc, char** argv) {
     } else {
       result = run_causality_audit(*target, opt);
     }
-    if (property_cases) {
-      AuditOptions property_opt = opt;  // a file's fixed length holds for the search too
-      if (auto* file = dynamic_cast<ModelFileTarget*>(target.get())) property_opt = file_audit_options(*file, opt, nullptr);
-      run_property_search(*target, property_opt, *property_cases, result);
-    }
-    if (incremental) {
-      // step returns one tensor: it is compared with forward's output, or the leaf --output names.
-      if (auto* ts = dynamic_cast<ModelFileTarget*>(target.get())) ts->select_output(only.value_or(""));
-      audit_incremental(*target, opt, result);
-    }
+    run_model_checks(*target, opt, only, result);
     std::cout << summarize(result);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
     if (vm.count("leak-map") && dist::is_main()) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));

@@ -34,7 +34,16 @@ ENGINE = [
     "audit/audit_prober.cpp",        # the probes: perturb, compare, the precision floor
     "audit/audit_shard.cpp",         # rows over ranks (one rank in-process)
     "audit/causality_audit.cpp",     # the driver, to_json, the text summary
-    "audit/contract_checks.cpp",     # batch, length, past horizon
+    "audit/checks/batch_check.cpp",  # the checks, one file each (audit/checks/registry.cpp lists them)
+    "audit/checks/check.cpp",
+    "audit/checks/future_check.cpp",
+    "audit/checks/gradient_check.cpp",
+    "audit/checks/incremental_check.cpp",
+    "audit/checks/length_check.cpp",
+    "audit/checks/past_check.cpp",
+    "audit/checks/registry.cpp",
+    "audit/checks/structural_check.cpp",
+    "audit/checks/vacuity_check.cpp",
     "audit/incremental_audit.cpp",   # incremental=True
     "audit/model_file_target.cpp",   # what every model target shares (the look at the outputs)
     "audit/model_signature.cpp",     # --input values, output leaves by path
@@ -60,9 +69,11 @@ define_macros = []
 libraries = ["fmt"]
 sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE]
 if has_shared_rapidcheck():  # property=N: the CLI's RapidCheck search
-    sources.append(os.path.join(SRC, "audit/property_search.cpp"))
+    sources += [os.path.join(SRC, "audit/property_search.cpp"), os.path.join(SRC, "audit/checks/property_check.cpp")]
     define_macros.append(("GRASSAUDIT_PROPERTY_SEARCH", "1"))
     libraries.append("rapidcheck")
+else:  # the check registry leaves it out
+    define_macros.append(("GRASSAUDIT_NO_PROPERTY_SEARCH", "1"))
 
 # ccache's masquerading c++ (torch's compiler check runs `which $CXX`: one word only).
 CCACHE_CXX = "/usr/lib/ccache/c++"

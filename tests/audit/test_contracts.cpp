@@ -7,7 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "audit/causality_audit.h"
-#include "audit/contract_checks.h"
+#include "audit/checks/length_check.h"
 #include "core/attention_masks.h"
 #include "function_target.h"
 #include "util/error.h"

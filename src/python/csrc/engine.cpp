@@ -448,20 +448,19 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
   // Arguments first: nothing has run yet, and a mistake here is the caller's (ValueError).
   std::vector<InputBinding> inputs;
   AuditOptions opt;
-  std::optional<int64_t> property_cases;
   std::optional<std::string> only;
   std::unique_ptr<PyModuleTarget> target;
-  const bool incremental = option<bool>(o, "incremental", false);
   try {
     if (input_texts.empty())
       throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
     for (const auto& text : input_texts) inputs.push_back(InputBinding::parse(text));
     opt = audit_options(o, seq_len);
+    opt.incremental = option<bool>(o, "incremental", false);
     const double scale = option<double>(o, "feature_scale", 1.0);
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
     if (o.contains("property") && !o["property"].is_none()) {
-      property_cases = o["property"].cast<int64_t>();
-      if (*property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *property_cases));
+      opt.property_cases = o["property"].cast<int64_t>();
+      if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
 #ifndef GRASSAUDIT_PROPERTY_SEARCH
       throw InputError(
           "--property: this build of the grassaudit package has no property search (it needs a shared "
@@ -477,18 +476,12 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     return failure("value", e.what());
   }
   try {
-    if (incremental) require_incremental(*target);  // refused before any probe, as the CLI does
+    if (opt.incremental) require_incremental(*target);  // refused before any probe, as the CLI does
     AuditResult result;
     {
       py::gil_scoped_release released;  // taken again by each call into Python
       result = run_output_audits(*target, opt, only);
-#ifdef GRASSAUDIT_PROPERTY_SEARCH
-      if (property_cases) run_property_search(*target, file_audit_options(*target, opt, nullptr), *property_cases, result);
-#endif
-      if (incremental) {
-        target->select_output(only.value_or(""));
-        audit_incremental(*target, opt, result);
-      }
+      run_model_checks(*target, opt, only, result);
     }
     py::dict d;
     d["ok"] = true;

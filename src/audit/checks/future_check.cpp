@@ -1,0 +1,229 @@
+// The future tables (causality_audit.h, method 1): for every (mode, length) of the schedule, the
+// effect of replacing the inputs from each cut on on every earlier output, screened in float32
+// and decided in float64. Their horizon is the audit's leak horizon.
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "audit/checks/check.h"
+#include "audit/checks/decide.h"
+#include "audit/checks/future_tables.h"
+#include "audit/checks/json_fields.h"
+#include "audit/precision_switch.h"
+
+namespace grassaudit {
+
+int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
+  const auto it = d.decisive.tables.find({mode, len});
+  return it == d.decisive.tables.end() ? 0 : judge(it->second, d.threshold).horizon;
+}
+
+namespace {
+
+// One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
+// something moved -- the float64 re-run of the cuts that moved. Sets the decisive precision and
+// threshold in `d`.
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d) {
+  prec.to_own();
+  const EffectTable t32 = prober.probe_table(mode, len, d.first);
+  const double moved = t32.max();
+  const bool own64 = prec.own() == at::kDouble;
+  auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
+                                          [&] { return prober.rerun_nonzero(mode, t32, d.decisive); });
+  if (moved == 0.0) return dec.value;  // exact zeros: nothing to tell apart
+  d.threshold = dec.threshold;
+  if (dec.float64 && !own64)
+    d.decisive.dtype = at::kDouble;  // the re-run counted its probes and effects into d.decisive
+  else
+    d.decisive.max_effect = std::max(d.decisive.max_effect, moved);  // the screen decides
+  return dec.value;
+}
+
+// Table by table, lengths outer and modes inner (both modes of the main length come first), each
+// decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
+// train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
+DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
+                            const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                            bool train_from_eval) {
+  const at::ScalarType own_dtype = prec.own();
+  DecidedTables d;
+  d.lens_planned = lens;
+  d.modes_planned = modes;
+  d.decisive.dtype = own_dtype;
+  for (size_t li = 0; li < lens.size() && !d.stopped_early; ++li) {
+    const int64_t len = lens[li];
+    d.lens_run.push_back(len);
+    for (size_t mi = 0; mi < modes.size() && !d.stopped_early; ++mi) {
+      const AuditMode mode = modes[mi];
+      if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
+      // Eval comes first at every length: a proven-equal train table is a copy of it.
+      EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
+                               ? d.decisive.tables.at({AuditMode::kEval, len})
+                               : decide_table(prec, prober, mode, len, d);
+      const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
+      d.decisive.tables[{mode, len}] = std::move(chosen);
+      const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
+      if (leaks && opt.stop_when_leaky && !last) {
+        d.stopped_early = true;
+        d.notes.push_back(fmt::format(
+            "stopped at {} mode, L={}: the leak is proven there (gate setting); the remaining (mode, length) "
+            "tables were not audited, and the horizon is that of the tables audited",
+            mode_name(mode), len));
+      }
+    }
+  }
+  if (prec.unavailable()) d.decisive.dtype = own_dtype;
+  return d;
+}
+
+// Horizons per mode, per length and overall, and the first leaking cut (at the main length L
+// when it leaks there, else the first audited table that leaks), from the decisive tables.
+void summarise_horizons(const DecidedTables& d, int64_t L, AuditResult& r) {
+  std::map<AuditMode, int64_t> mode_h;
+  std::map<int64_t, int64_t> len_h;
+  for (const auto& [key, table] : d.decisive.tables) {
+    const auto [mode, len] = key;
+    const auto v = judge(table, d.threshold);
+    mode_h[mode] = std::max(mode_h[mode], v.horizon);
+    len_h[len] = std::max(len_h[len], v.horizon);
+    r.leak_horizon = std::max(r.leak_horizon, v.horizon);
+    if (len == L && v.first_cut && (!r.first_leaking_cut || *v.first_cut < *r.first_leaking_cut))
+      r.first_leaking_cut = v.first_cut;
+  }
+  if (!r.first_leaking_cut && r.leak_horizon > 0) {  // leaks only at other lengths
+    for (int64_t len : d.lens_run)
+      for (AuditMode mode : d.modes_run) {
+        auto it = d.decisive.tables.find({mode, len});
+        if (it == d.decisive.tables.end()) continue;  // not audited (stopped early)
+        const auto v = judge(it->second, d.threshold);
+        if (v.first_cut && !r.first_leaking_cut) r.first_leaking_cut = v.first_cut;
+      }
+  }
+  // Where the dependence ends: the largest decisive cell at the horizon and one step beyond.
+  auto effect_at = [&](int64_t D) -> std::optional<double> {
+    std::optional<double> e;
+    for (const auto& [key, table] : d.decisive.tables)
+      for (int64_t t = 0; t + D < key.second; ++t) e = std::max(e.value_or(0.0), table.at(t, t + D));
+    return e;
+  };
+  if (r.leak_horizon > 0) r.effect_at_horizon = effect_at(r.leak_horizon);
+  r.effect_beyond_horizon = effect_at(r.leak_horizon + 1);
+  for (AuditMode mode : d.modes_run) r.mode_horizons.emplace_back(mode_name(mode), mode_h[mode]);
+  for (int64_t len : d.lens_run) r.length_horizons.emplace_back(len, len_h[len]);
+}
+
+// The leak map at the main length L: map[t][D-1] = effect of inputs from t+D on on y_t, the
+// largest over the modes audited; cells at or below the threshold read 0.
+std::vector<std::vector<double>> leak_map_at(const DecidedTables& d, int64_t L) {
+  std::vector<std::vector<double>> map(static_cast<size_t>(L));
+  for (int64_t t = 0; t < L; ++t) {
+    auto& row = map[static_cast<size_t>(t)];
+    for (int64_t D = 1; t + D < L; ++D) {
+      double e = 0;
+      for (AuditMode mode : d.modes_run)
+        if (auto it = d.decisive.tables.find({mode, L}); it != d.decisive.tables.end())
+          e = std::max(e, it->second.at(t, t + D));
+      row.push_back(e > d.threshold ? e : 0.0);
+    }
+  }
+  return map;
+}
+
+// Everything the result says about the tables: what ran, the precision, verdict and horizons,
+// max effects, rounding_only, the leak map, and the notes gathered while deciding.
+void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
+  r.seq_lens_planned = d.lens_planned;
+  r.seq_lens = d.lens_run;
+  for (AuditMode mode : d.modes_planned) r.modes_planned.emplace_back(mode_name(mode));
+  for (AuditMode mode : d.modes_run) r.modes.emplace_back(mode_name(mode));
+  r.stopped_early = d.stopped_early;
+  r.notes.insert(r.notes.end(), d.notes.begin(), d.notes.end());
+  r.max_effect_float32 = d.first.max_effect;
+  r.precision = dtype_name(d.decisive.dtype);
+  r.probes = d.first.probes + d.decisive.probes;
+
+  summarise_horizons(d, L, r);
+  r.max_effect = d.decisive.max_effect;
+  r.rounding_only = r.leak_horizon == 0 && r.max_effect_float32 > 0.0;
+  if (r.rounding_only && d.decisive.dtype == at::kDouble)
+    r.notes.push_back(fmt::format(
+        "rounding only: float32 showed future effects up to {:.3g} (relative) that fall to {:.3g} in float64, "
+        "below the {:.3g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
+        "the future",
+        r.max_effect_float32, r.max_effect, d.threshold));
+  else if (r.rounding_only)
+    r.notes.push_back(fmt::format(
+        "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
+        r.max_effect_float32, d.threshold));
+  r.map_seq_len = L;
+  r.leak_map = leak_map_at(d, L);
+}
+
+// Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
+Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
+  Evidence ev;
+  if (r.leak_horizon == 0) return ev;
+  for (const auto& [key, table] : d.decisive.tables) {
+    const auto v = judge(table, d.threshold);
+    if (v.horizon != r.leak_horizon || v.effect <= ev.effect) continue;
+    ev.mode = mode_name(key.first);
+    ev.seq_len = key.second;
+    ev.position = v.t;
+    ev.cut = v.c;
+    ev.effect = v.effect;
+  }
+  ev.precision = r.precision;
+  ev.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs from {} on were replaced ({} mode, L={}, {}): it "
+                        "reads x_{}",
+                        ev.position, ev.effect, ev.cut, ev.mode, ev.seq_len, ev.precision, ev.position + r.leak_horizon);
+  return ev;
+}
+
+class FutureCheck : public Check {
+ public:
+  const char* name() const override { return "future"; }
+  bool wanted(const AuditRun&) const override { return true; }
+  void run(AuditRun& run) override {
+    run.tables = std::make_shared<DecidedTables>(
+        decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval));
+    summarise_tables(*run.tables, run.L, run.r);
+    run.future_evidence = future_evidence(*run.tables, run.r);
+  }
+  void judge(const AuditRun& run, std::vector<Violation>& out) const override {
+    const AuditResult& r = run.r;
+    if (r.leak_horizon > r.lookahead) out.push_back({ViolationKind::kFuture, r.leak_horizon, r.lookahead, run.future_evidence});
+  }
+  void write_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["leak_horizon"] = r.leak_horizon;
+    j["max_effect"] = r.max_effect;
+    j["first_leaking_cut"] = opt_json(r.first_leaking_cut);
+    j["rounding_only"] = r.rounding_only;
+    j["max_effect_float32"] = r.max_effect_float32;
+    j["effect_at_horizon"] = opt_json(r.effect_at_horizon);
+    j["effect_beyond_horizon"] = opt_json(r.effect_beyond_horizon);
+    nlohmann::json mh = nlohmann::json::object();
+    for (const auto& [m, h] : r.mode_horizons) mh[m] = h;
+    j["mode_horizons"] = mh;
+    nlohmann::json lh = nlohmann::json::object();
+    for (const auto& [l, h] : r.length_horizons) lh[std::to_string(l)] = h;
+    j["length_horizons"] = lh;
+    nlohmann::json cells = nlohmann::json::array();
+    for (size_t t = 0; t < r.leak_map.size(); ++t)
+      for (size_t k = 0; k < r.leak_map[t].size(); ++k)
+        if (r.leak_map[t][k] > 0) cells.push_back({t, k + 1, r.leak_map[t][k]});
+    j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells}};
+  }
+  std::vector<Expectation> expectations() const override {
+    // rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of
+    // the PyTorch that made the suite, compared only on that version (audit_suite.cpp).
+    return {{"rounding_only", [](const AuditResult& r) { return nlohmann::json(r.rounding_only); }, true}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_future_check() { return std::make_unique<FutureCheck>(); }
+
+}  // namespace grassaudit

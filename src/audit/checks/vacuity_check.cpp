@@ -1,0 +1,39 @@
+// Non-vacuity: replacing the first half of the inputs must move later outputs, or "causal" says
+// little (a model that reads only the present is causal too). A note, never a violation.
+#include <fmt/format.h>
+
+#include "audit/audit_prober.h"
+#include "audit/checks/check.h"
+#include "audit/checks/json_fields.h"
+#include "audit/precision_switch.h"
+
+namespace grassaudit {
+namespace {
+
+class VacuityCheck : public Check {
+ public:
+  const char* name() const override { return "vacuity"; }
+  bool wanted(const AuditRun&) const override { return true; }
+  void run(AuditRun& run) override {
+    AuditResult& r = run.r;
+    run.prec.to_own();  // in the target's own precision
+    r.past_effect = run.prober.past_effect(run.L);
+    r.vacuous = r.past_effect == 0.0;
+    if (r.vacuous)
+      r.notes.push_back(r.leak_horizon > 0
+                            ? "no output depends on earlier inputs (replacing the first half moved nothing): this "
+                              "model reads only the present and the future"
+                            : "vacuous: no output depends on earlier inputs either (replacing the first half moved "
+                              "nothing), so 'causal' says little about this model");
+  }
+  void write_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["vacuous"] = r.vacuous;
+    j["past_effect"] = r.past_effect;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_vacuity_check() { return std::make_unique<VacuityCheck>(); }
+
+}  // namespace grassaudit
