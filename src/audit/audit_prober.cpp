@@ -12,6 +12,22 @@
 
 namespace grassaudit {
 
+namespace {
+// splitmix64's finaliser: every input bit reaches every output bit.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+uint64_t probe_seed(uint64_t audit_seed, const char* name, int64_t L, int64_t variant) {
+  uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a of the name
+  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001B3ULL;
+  return mix(mix(mix(audit_seed ^ h) ^ static_cast<uint64_t>(L)) ^ static_cast<uint64_t>(variant));
+}
+
 TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
   TableVerdict v;
   for (int64_t c = 1; c < tab.L; ++c) {
@@ -111,9 +127,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
-  // The past probe draws its own sequences: a different stream from the future probe's.
-  const uint64_t side_salt = side == Side::kPast ? 0x5bd1e995ULL : 0;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>((opt_.seed * 1000003ULL + static_cast<uint64_t>(L)) ^ side_salt);
+  // The same rows in both modes (and in the float64 re-run); the past probe draws its own.
+  const char* check = side == Side::kPast ? "past" : "future";
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, check, L));
   if (cuts.empty())
     for (int64_t c = 1; c < L; ++c) cuts.push_back(c);
   const int64_t T = opt_.trials, R_all = T * (L - 1), R = T * static_cast<int64_t>(cuts.size());
@@ -129,7 +145,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto replace = side == Side::kFuture ? pos.ge(row_cut.view({R, 1})) : pos.lt(row_cut.view({R, 1}));  // [R, L]
   if (bases.dim() == 3) replace = replace.unsqueeze(-1);
   auto rows = at::where(replace, fresh, base_rows);
-  const uint64_t seed = opt_.seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(L + (train ? 7919 : 0)));
+  const uint64_t seed = probe_seed(opt_.seed, side == Side::kPast ? "past/dropout" : "future/dropout", L, train);
 
   // diff [n, L]: relative move of each output position of rows start .. start+n-1.
   auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
@@ -232,9 +248,9 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 7919ULL + static_cast<uint64_t>(L) + 101);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "batch", L));
   const int64_t B = std::max<int64_t>(2, opt_.batch);
-  const uint64_t seed = opt_.seed ^ (0x2545F4914F6CDD1DULL * static_cast<uint64_t>(L + (train ? 7919 : 0)));
+  const uint64_t seed = probe_seed(opt_.seed, "batch/dropout", L, train);
   auto keep = at::arange(B, at::kLong).remainder(2).eq(0);  // [B]
   BatchEffect out;
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
@@ -261,7 +277,7 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
 std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard) {
   at::NoGradGuard no_grad;
   target_.set_train(false);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 104729ULL + static_cast<uint64_t>(L) + 43);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "length", L));
   std::vector<PrefixEffect> out;
   for (int64_t p : prefix_lens) out.push_back(PrefixEffect{p, 0.0, -1, {}});
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
@@ -296,9 +312,9 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 31337ULL + static_cast<uint64_t>(L));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "repeatability", L));
   auto x = random_inputs(2, L, gen);
-  const uint64_t seed = opt_.seed ^ 0xD1B54A32D192ED03ULL;
+  const uint64_t seed = probe_seed(opt_.seed, "repeatability/dropout", L);
   Repeat out;
   target_.snapshot_state(/*restore=*/false);
   if (train) at::manual_seed(seed);
@@ -323,7 +339,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   at::NoGradGuard no_grad;
   target_.set_train(false);
   Floor out;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 2654435761ULL + static_cast<uint64_t>(L) + 7);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "floor", L));
   const auto x = random_inputs(2, L, gen);  // [2, L(, C)]
   std::vector<at::Tensor> params, originals, directions;
   for (auto& p : target_.jitter_parameters()) {
@@ -384,7 +400,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
 
 std::string Prober::try_forward(int64_t L) {
   at::NoGradGuard no_grad;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 61);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "forward", L));
   try {
     run(random_inputs(1, L, gen));
   } catch (const InputError& e) {
@@ -397,7 +413,7 @@ std::string Prober::try_forward(int64_t L) {
 double Prober::past_effect(int64_t L) {
   at::NoGradGuard no_grad;
   target_.set_train(false);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 17);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "vacuity", L));
   const int64_t c = std::max<int64_t>(1, L / 2);
   double worst = 0;
   for (int64_t trial = 0; trial < std::max<int64_t>(1, opt_.trials); ++trial) {
@@ -439,13 +455,13 @@ class StateHold {
 std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode) {
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed + 29);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "gradient", L));
   auto base = random_inputs(1, L, gen);
   std::vector<std::vector<double>> G(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(L), 0.0));
   at::Tensor w;
   // Rows that mix in this mode: one output position per pass, so row i's gradient is its own.
   const int64_t chunk = isolated(mode) ? 1 : std::max<int64_t>(1, opt_.batch);
-  const uint64_t seed = opt_.seed ^ 0x6A09E667F3BCC909ULL;
+  const uint64_t seed = probe_seed(opt_.seed, "gradient/dropout", L);
   for (int64_t start = 0; start < L; start += chunk) {
     const int64_t n = std::min(chunk, L - start);
     auto x = base.expand(base.dim() == 2 ? std::vector<int64_t>{n, L} : std::vector<int64_t>{n, L, base.size(2)})

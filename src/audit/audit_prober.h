@@ -20,6 +20,11 @@
 
 namespace grassaudit {
 
+// A probe's seed: the audit's seed mixed with the name of the check that probes (or of what it
+// draws) and what the probe varies by (a length, a mode), so that every probe draws its own
+// stream without salts kept by hand.
+uint64_t probe_seed(uint64_t audit_seed, const char* name, int64_t L = 0, int64_t variant = 0);
+
 // Which inputs a probe replaces at cut c (0-based): kFuture, x_c .. x_{L-1} (outputs t < c are
 // compared); kPast, x_0 .. x_{c-1} (outputs t >= c are compared).
 enum class Side { kFuture, kPast };
@@ -44,7 +49,7 @@ at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows
 // What a perturbed position holds, from a fresh draw of random_inputs (same shape as base): the
 // draw itself for features; for tokens always a DIFFERENT token, base shifted by 1 .. V-1. A
 // uniform redraw keeps the old token with probability 1/V, which at the last cut (one position
-// replaced) with a small vocabulary hid the farthest reach in every trial now and then.
+// replaced) with a small vocabulary would hide the farthest reach in every trial now and then.
 at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh);
 
 // x [1, L(, C)] as a batch of two identical rows [2, L(, C)]: whatever a model computes across
@@ -174,8 +179,8 @@ class Prober {
   // Runs the target and checks the output contract: [rows, L, ...] and (check_finite) finite.
   at::Tensor run(const at::Tensor& x, bool check_finite = true);
   // max over features of |y - y_ref| [rows, L, K] -> [rows, L], in the outputs' dtype, through
-  // one reused buffer (a fresh [30, 128, 8000] difference, its abs and a finiteness pass over y
-  // cost 0.18 s, a quarter of the forward, measured; this costs 0.015 s). y comes from
+  // one reused buffer: at an LM's vocabulary size a fresh difference, its abs and a finiteness
+  // pass over y cost a sizeable share of the forward itself (reports/bench). y comes from
   // run(x, false): y_ref was checked finite, so a finite result proves y finite; otherwise y
   // gets the full check (and its one-line error).
   at::Tensor max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref);

@@ -144,12 +144,12 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
         res.verdict = "audited";
         res.detail = fmt::format("expected the audit to refuse it ({}), but it gave a verdict", *refused);
       } catch (const AuditRefusal& err) {
-        res.facts_json = err.what();
+        res.refusal = err.what();
         res.verdict = std::string("refused:") + refusal_name(err.reason());
         res.pass = res.verdict == res.expected_verdict;
         if (!res.pass) res.detail = "refused for another reason: " + std::string(err.what());
       } catch (const InputError& err) {
-        res.facts_json = err.what();
+        res.refusal = err.what();
         res.verdict = "refused:other";
         res.detail = "refused for another reason: " + std::string(err.what());
       }
@@ -158,7 +158,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
     }
     auto r = run_output_audits(target, opt, output);
     run_model_checks(target, opt, output, r);
-    res.facts_json = to_json(r).dump();
+    res.result = r;
     res.train_from_eval = r.train_from_eval;
     res.verdict = verdict_name(r.verdict);
     res.horizon = r.leak_horizon;

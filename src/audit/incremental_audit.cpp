@@ -39,7 +39,7 @@ std::vector<Partition> incremental_partitions(int64_t L, uint64_t seed, int64_t 
     for (int64_t left = L - prefill; left > 0; left -= chunk) p.sizes.push_back(std::min(chunk, left));
     return p;
   };
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(L));
+  std::mt19937_64 rng(probe_seed(seed, "incremental/partitions", L));
   auto random_partition = [&](int k) {
     Partition p;
     p.name = fmt::format("random chunks #{}", k + 1);
@@ -97,7 +97,7 @@ class Checker {
     at::NoGradGuard no_grad;
     target_.set_train(false);
     const int64_t B = opt_.batch, L = opt_.seq_len;
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(opt_.seed * 6364136223846793005ULL + static_cast<uint64_t>(L));
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "incremental", L));
     const at::Tensor x = random_inputs(target_.input(), target_.dtype(), B, L, gen);  // rows differ
     target_.snapshot_state(/*restore=*/false);  // the module as loaded: put back before every run
     struct Restore {

@@ -3,7 +3,7 @@
 // name, and the target for that format is built. Everything above (the checks, the output-leaf
 // audit, the suite runner, the CLI) sees a ModelFileTarget and never names a format.
 //
-// Formats read today (how each is recognised):
+// The formats read (how each is recognised):
 //   torchscript   a zip with a data.pkl and code/ records (torch.jit.save)
 //   torch.export  a zip with serialized_exported_program.json (torch.export.save, PyTorch 2.6
 //                 flat layout), or with archive_format "pt2" and models/*.json (the packaged PT2

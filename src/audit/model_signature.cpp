@@ -224,7 +224,7 @@ std::vector<std::pair<std::string, c10::IValue>> ModelSignature::arguments(const
 }
 
 std::string ModelSignature::describe_inputs() const {
-  if (bindings_.size() == 1 && time_axis_ == 1) {  // one input: as it always read ("tokens:100")
+  if (bindings_.size() == 1 && time_axis_ == 1) {  // one input at time axis 1: its kind alone ("tokens:100")
     InputBinding b = bindings_[0];
     b.name.clear();
     return b.str();

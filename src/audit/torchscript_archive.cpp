@@ -1,5 +1,7 @@
 #include "audit/torchscript_archive.h"
 
+#include "audit/zip_reader.h"
+
 #include "util/error_text.h"
 
 #include <fmt/format.h>
@@ -16,11 +18,7 @@
 namespace grassaudit {
 namespace {
 
-uint64_t le(const unsigned char* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
+uint64_t le(const unsigned char* p, int n) { return read_le(p, n); }
 
 // What the zip archive holds: entry names and the first bytes of a few small records. Reads only
 // the central directory (at the end of the file) and the records asked for, never the weights.

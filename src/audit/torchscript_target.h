@@ -21,7 +21,7 @@ class TorchScriptTarget : public ModelFileTarget {
   // not take `inputs` (ModelSignature).
   TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs, int64_t time_axis = 1,
                     double feature_scale = 1.0);
-  // One input (today's contract): --input tokens:V or features:C, time at 1.
+  // One unnamed input: --input tokens:V or features:C, time at 1.
   TorchScriptTarget(const std::string& path, const InputSpec& input);
   ~TorchScriptTarget() override;
   std::string describe() const override;

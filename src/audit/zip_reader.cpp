@@ -9,13 +9,16 @@
 #include "util/error.h"
 
 namespace grassaudit {
-namespace {
 
-uint64_t le(const unsigned char* p, int n) {
+uint64_t read_le(const unsigned char* p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
+
+namespace {
+
+uint64_t le(const unsigned char* p, int n) { return read_le(p, n); }
 
 const unsigned char* at(const std::string& s, uint64_t offset) {
   return reinterpret_cast<const unsigned char*>(s.data()) + offset;

@@ -32,7 +32,7 @@ StructuralPass structural_pass(AuditTarget& target, const AuditOptions& opt) {
     return sp;
   }
   try {
-    sp.tensors = target.redraw_zero_parameters(opt.seed ^ 0x3C6EF372FE94F82BULL);
+    sp.tensors = target.redraw_zero_parameters(probe_seed(opt.seed, "structural"));
     if (sp.tensors.empty()) {
       sp.skipped = "no parameter tensor (biases aside) is exactly zero";
       return sp;
