@@ -29,7 +29,6 @@ class GraphProgramTarget : public ModelFileTarget {
 
   const char* format() const override { return format_; }
   std::string describe() const override;
-  InputSpec input() const override { return signature_.canonical(); }
   at::Tensor forward(const at::Tensor& x) override;
   void set_train(bool train) override { training_ = train; }
   bool is_training() const override { return training_; }
@@ -37,7 +36,6 @@ class GraphProgramTarget : public ModelFileTarget {
   // The graph's float32 dtype arguments read as float64 while the target runs in float64.
   bool promote_float32_constants(std::string* what) override;
   at::ScalarType dtype() const override { return dtype_; }
-  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
   // Proven unless a node draws random numbers: the graph is the same in both modes.
   std::optional<TrainModeProof> train_mode_proof() override;

@@ -33,6 +33,10 @@ class ModelFileTarget : public AuditTarget {
   // "torchscript" | "torch.export": the JSON's `format`.
   virtual const char* format() const = 0;
   virtual const ModelSignature& signature() const = 0;
+  // The perturbed input as the signature binds it; features models are differentiable in their
+  // inputs, token models have no embedding handle for the gradient method.
+  InputSpec input() const override { return signature().canonical(); }
+  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   // The output leaves at length L (one eval-mode pass of random rows, no gradients).
   virtual std::vector<OutputLeaf> output_leaves(int64_t L) = 0;
   // The leaf forward() returns from now on ("" = a one-tensor output).

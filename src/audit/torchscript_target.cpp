@@ -21,6 +21,7 @@
 #include "audit/incremental_api.h"
 #include "audit/torchscript_ops.h"
 #include "audit/zero_redraw.h"
+#include "core/pickle_guard.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/error_text.h"
@@ -59,6 +60,7 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<
   // LLVMCodeGen); a fused kernel would also be specialised per shape, and the audit compares
   // passes of different shapes. 1.13 does not fuse on the CPU: nothing changes there.
   torch::jit::setTensorExprFuserEnabled(false);
+  check_archive_pickles(path, "damaged TorchScript file");  // before the unpickler sizes anything
   try {
     module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
   } catch (const c10::Error& e) {

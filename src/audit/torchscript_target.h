@@ -25,7 +25,6 @@ class TorchScriptTarget : public ModelFileTarget {
   TorchScriptTarget(const std::string& path, const InputSpec& input);
   ~TorchScriptTarget() override;
   std::string describe() const override;
-  InputSpec input() const override { return signature_.canonical(); }
   at::Tensor forward(const at::Tensor& x) override;
   void set_train(bool train) override;
   bool is_training() const override;
@@ -34,8 +33,6 @@ class TorchScriptTarget : public ModelFileTarget {
   // float64 then runs that copy (a traced model with baked float32 constants), the own dtype the original.
   bool promote_float32_constants(std::string* what) override;
   at::ScalarType dtype() const override { return dtype_; }
-  // Feature models are differentiable in their inputs; token models have no embedding handle.
-  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   std::string weights_hash() override;
   // forward's inlined graph read once (audit/train_mode_proof.h); the promoted float64 copy runs the same code.
   std::optional<TrainModeProof> train_mode_proof() override;

@@ -1,5 +1,7 @@
 #include "core/checkpoint.h"
 
+#include "core/pickle_guard.h"
+
 #include "core/rng_guard.h"
 
 #include <cerrno>
@@ -156,6 +158,7 @@ auto guard_corrupt(const std::string& path, F&& body) -> decltype(body()) {
 torch::serialize::InputArchive open_archive(const std::string& path, const std::string& magic,
                                             const std::string& kind) {
   read_file(path);  // missing / directory / unreadable -> one-line InputError naming the path
+  check_archive_pickles(path, "corrupt checkpoint");
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);

@@ -41,6 +41,7 @@ ENGINE = [
     "audit/checks/incremental_check.cpp",
     "audit/checks/length_check.cpp",
     "audit/checks/past_check.cpp",
+    "audit/checks/property_check.cpp",  # without RapidCheck: refuses property=N in one line
     "audit/checks/registry.cpp",
     "audit/checks/structural_check.cpp",
     "audit/checks/vacuity_check.cpp",
@@ -69,10 +70,10 @@ define_macros = []
 libraries = ["fmt"]
 sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE]
 if has_shared_rapidcheck():  # property=N: the CLI's RapidCheck search
-    sources += [os.path.join(SRC, "audit/property_search.cpp"), os.path.join(SRC, "audit/checks/property_check.cpp")]
+    sources.append(os.path.join(SRC, "audit/property_search.cpp"))
     define_macros.append(("GRASSAUDIT_PROPERTY_SEARCH", "1"))
     libraries.append("rapidcheck")
-else:  # the check registry leaves it out
+else:  # the property check refuses property=N
     define_macros.append(("GRASSAUDIT_NO_PROPERTY_SEARCH", "1"))
 
 # ccache's masquerading c++ (torch's compiler check runs `which $CXX`: one word only).

@@ -1,6 +1,6 @@
-// The audit's enums and the names it records: the JSON and every caller read the strings, so
-// verdict_name / mode_name must give exactly the historical ones and verdict_enum() must read
-// an audited result back to the enum the audit decided.
+// The audit's enums and the names it records: the JSON, the summary and the suites read the
+// strings, so verdict_name / violation_kind_name / mode_name give exactly those, and the parsers
+// read them back (anything else is one InputError line).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include "audit/causality_audit.h"
 #include "function_target.h"
+#include "util/error.h"
 
 using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
@@ -20,18 +21,24 @@ at::Tensor next_position(const at::Tensor& x) {  // out_t = x_{t+1} (0 at the en
 }
 }  // namespace
 
-TEST(AuditNames, VerdictAndModeNamesAreTheRecordedStrings) {
+TEST(AuditNames, VerdictKindAndModeNamesAreTheRecordedStrings) {
   EXPECT_STREQ(verdict_name(Verdict::kCausal), "causal");
   EXPECT_STREQ(verdict_name(Verdict::kLeaky), "leaky");
   EXPECT_STREQ(mode_name(AuditMode::kEval), "eval");
   EXPECT_STREQ(mode_name(AuditMode::kTrain), "train");
+  const char* kinds[] = {"future", "length", "batch", "window", "structural", "incremental"};
+  for (const char* k : kinds) EXPECT_STREQ(violation_kind_name(parse_violation_kind(k)), k);
+  EXPECT_EQ(parse_verdict("leaky"), Verdict::kLeaky);
+  EXPECT_EQ(parse_verdict("causal"), Verdict::kCausal);
+  EXPECT_THROW(parse_verdict("Leaky"), InputError);
+  EXPECT_THROW(parse_violation_kind("futur"), InputError);
 }
 
-TEST(AuditNames, VerdictEnumReadsAnAuditedResultBack) {
+TEST(AuditNames, AnAuditedResultCarriesTheDecidedVerdict) {
   FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
   auto r = run_causality_audit(leaky, opts(8));
   EXPECT_EQ(r.verdict, Verdict::kLeaky);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(to_json(r)["verdict"], "leaky");
   EXPECT_TRUE(r.leaky());
   ASSERT_TRUE(r.gradient.ran);
   EXPECT_EQ(r.gradient.verdict, Verdict::kLeaky);
@@ -39,13 +46,13 @@ TEST(AuditNames, VerdictEnumReadsAnAuditedResultBack) {
   FunctionTarget causal("identity", 2, [](const at::Tensor& x, bool) { return x * 2.0; });
   auto c = run_causality_audit(causal, opts(8));
   EXPECT_EQ(c.verdict, Verdict::kCausal);
-  EXPECT_EQ(c.verdict, Verdict::kCausal);
+  EXPECT_EQ(to_json(c)["verdict"], "causal");
   EXPECT_FALSE(c.leaky());
   EXPECT_EQ(c.gradient.verdict, Verdict::kCausal);
 }
 
 TEST(AuditNames, AResultNotYetAuditedReadsAsCausal) {
-  AuditResult none;  // verdict "": leaky() was false before the enum, and stays so
+  AuditResult none;
   EXPECT_EQ(none.verdict, Verdict::kCausal);
   EXPECT_FALSE(none.leaky());
 }

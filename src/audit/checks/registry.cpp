@@ -32,9 +32,7 @@ const std::vector<std::unique_ptr<Check>>& registered_checks() {
     c.push_back(make_gradient_check());
     c.push_back(make_structural_check());
     // Whole model, after every output is audited.
-#ifndef GRASSAUDIT_NO_PROPERTY_SEARCH
     c.push_back(make_property_check());
-#endif
     c.push_back(make_incremental_check());
     return c;
   }();

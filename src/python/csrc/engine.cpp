@@ -170,7 +170,6 @@ class PyModuleTarget : public ModelFileTarget {
     return fmt::format("nn.Module {} ({}){}", name_, signature_.describe_inputs(),
                        output_path_.empty() ? "" : " output " + output_path_);
   }
-  InputSpec input() const override { return signature_.canonical(); }
   const char* format() const override { return "nn.Module"; }
   const ModelSignature& signature() const override { return signature_; }
 
@@ -207,7 +206,6 @@ class PyModuleTarget : public ModelFileTarget {
     return true;
   }
   at::ScalarType dtype() const override { return dtype_; }
-  bool supports_gradient() const override { return input().kind == InputSpec::Kind::kFeatures; }
   // The CLI's proof, read from the graph torch.jit.script makes of the module's own code (the
   // adapter says when there is none: it does not script, or its code branches on scripting);
   // nullopt, as for any target without a proof, when there is no graph.
