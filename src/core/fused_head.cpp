@@ -42,6 +42,10 @@ void run_head_bf16(const at::Tensor& hb, const at::Tensor& wb, const at::Tensor&
   const bool grads = out.grad_h.defined() || out.grad_w.defined();
   const auto wbt = wb.t();                                        // [d, V] view
   auto buffer = at::empty({C, V}, wb.options());                  // bf16, the only [*, V] allocation
+  // grad_w accumulates in the bf16 GEMM itself (beta = 1 after the first chunk): adding each
+  // chunk's bf16 product into the float32 gradient would convert and add [V, d] once per chunk,
+  // a pass over V * d floats per chunk; here the sum is converted once, at the end.
+  auto grad_w_b = out.grad_w.defined() ? at::empty({V, hb.size(1)}, wb.options()) : at::Tensor();  // [V, d]
   for (int64_t start = 0; start < N; start += C) {
     const int64_t n = std::min(C, N - start);
     const auto hb_c = hb.narrow(0, start, n);                      // [n, d]
@@ -54,8 +58,11 @@ void run_head_bf16(const at::Tensor& hb, const at::Tensor& wb, const at::Tensor&
     out.loss_sum.add_(row_loss.sum(at::kDouble));
     if (!grads) continue;
     if (out.grad_h.defined()) out.grad_h.narrow(0, start, n).copy_(at::mm(zb, wb));   // [n, V] x [V, d]
-    if (out.grad_w.defined()) out.grad_w.add_(at::mm(zb.t(), hb_c));                  // [V, n] x [n, d]
+    if (!out.grad_w.defined()) continue;
+    if (start == 0) at::mm_out(grad_w_b, zb.t(), hb_c);                               // [V, n] x [n, d]
+    else grad_w_b.addmm_(zb.t(), hb_c);
   }
+  if (out.grad_w.defined()) out.grad_w.copy_(grad_w_b);
 }
 
 // hidden [N, d], weight [V, d], targets [N] -> HeadPass. Sums and gradients stay on the
