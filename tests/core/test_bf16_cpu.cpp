@@ -126,3 +126,29 @@ TEST(Bf16Cpu, LinearRowsIsOneBf16AddmmUnderAutocastAndTheModuleElsewhere) {
   EXPECT_EQ(lin->bias.grad().scalar_type(), at::kFloat);
   EXPECT_LT(rel(lin->bias.grad(), at::full({24}, 15.0)), 1e-6);  // 15 rows, each d(sum)/d(bias) = 1
 }
+
+// Same seed, same thread count: the same bf16 loss and gradients, bit for bit (the head's row
+// kernel and dropout are row-parallel with fixed sums; the GEMMs' blocking depends on the thread
+// count only).
+TEST(Bf16Cpu, ABf16StepRepeatsBitForBit) {
+  for (const std::string mixer : {"past", "attention"}) {
+    SCOPED_TRACE(mixer);
+    std::vector<at::Tensor> runs[2];
+    for (auto& grads : runs) {
+      at::manual_seed(11);
+      LanguageModel model(tiny(mixer));
+      model->train();
+      auto x = at::randint(0, 101, {4, 24}, at::kLong), y = at::randint(0, 101, {4, 24}, at::kLong);
+      at::Tensor loss;
+      {
+        AutocastScope scope(c10::DeviceType::CPU, at::kBFloat16);
+        loss = lm_loss(model, x, y, LossImpl::kFused);
+      }
+      loss.backward();
+      grads.push_back(loss.detach());
+      for (const auto& p : model->parameters()) grads.push_back(p.grad());
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_TRUE(at::equal(runs[0][i], runs[1][i])) << "tensor " << i;
+  }
+}
