@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/bf16_xent_rows.h"
 #include "core/runtime.h"
 
 namespace grassaudit {
@@ -30,6 +31,40 @@ struct HeadPass {
   at::Tensor grad_w;    // [V, d] d(mean loss)/d weight, undefined unless asked for
 };
 
+// The bf16 pass (CPU bf16 autocast, train --precision bf16): hb [N, d], wb [V, d] bf16, safe_t [N],
+// scored [N] bool, inv_count 0-dim (defined when gradients are wanted), C rows per chunk -> out's
+// sums and gradients (allocated by the caller). Per chunk the logits GEMM writes bf16 into one
+// reused [C, V] buffer; bf16_xent_rows turns each row into its loss and, in place, its bf16
+// gradient, which the two gradient GEMMs read as is: no float32 copy of the logits, no cast back.
+void run_head_bf16(const at::Tensor& hb, const at::Tensor& wb, const at::Tensor& safe_t, const at::Tensor& scored,
+                   const at::Tensor& inv_count, int64_t C, HeadPass& out) {
+  const int64_t N = hb.size(0), V = wb.size(0);
+  const bool grads = out.grad_h.defined() || out.grad_w.defined();
+  const auto wbt = wb.t();                                        // [d, V] view
+  auto buffer = at::empty({C, V}, wb.options());                  // bf16, the only [*, V] allocation
+  // grad_w accumulates in the bf16 GEMM itself (beta = 1 after the first chunk): adding each
+  // chunk's bf16 product into the float32 gradient would convert and add [V, d] once per chunk,
+  // a pass over V * d floats per chunk; here the sum is converted once, at the end.
+  auto grad_w_b = out.grad_w.defined() ? at::empty({V, hb.size(1)}, wb.options()) : at::Tensor();  // [V, d]
+  for (int64_t start = 0; start < N; start += C) {
+    const int64_t n = std::min(C, N - start);
+    const auto hb_c = hb.narrow(0, start, n);                      // [n, d]
+    const auto scored_c = scored.narrow(0, start, n);              // [n]
+    auto zb = buffer.narrow(0, 0, n);                              // [n, V]
+    at::mm_out(zb, hb_c, wbt);
+    const auto coef = grads ? scored_c.to(at::kFloat).mul_(inv_count) : at::Tensor();  // [n]
+    auto row_loss = bf16_xent_rows(zb, safe_t.narrow(0, start, n), coef);             // [n] float32
+    row_loss.masked_fill_(scored_c.logical_not(), 0);
+    out.loss_sum.add_(row_loss.sum(at::kDouble));
+    if (!grads) continue;
+    if (out.grad_h.defined()) out.grad_h.narrow(0, start, n).copy_(at::mm(zb, wb));   // [n, V] x [V, d]
+    if (!out.grad_w.defined()) continue;
+    if (start == 0) at::mm_out(grad_w_b, zb.t(), hb_c);                               // [V, n] x [n, d]
+    else grad_w_b.addmm_(zb.t(), hb_c);
+  }
+  if (out.grad_w.defined()) out.grad_w.copy_(grad_w_b);
+}
+
 // hidden [N, d], weight [V, d], targets [N] -> HeadPass. Sums and gradients stay on the
 // device (no host sync in here).
 HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, int64_t chunk,
@@ -40,7 +75,7 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
   const auto w = weight.contiguous();
   const auto wt = w.t();                                          // [d, V] view: BLAS transposes
   // CPU bf16 autocast (train --precision bf16): the three GEMMs in bf16 (mm_out is not seen by
-  // autocast), the softmax, the loss and the gradients' sums in float32 as before.
+  // autocast), the softmax and the loss in float32 (run_head_bf16).
   const bool bf16 = h.device().is_cpu() && cpu_bf16_autocast();
   const auto hb = bf16 ? h.to(at::kBFloat16) : at::Tensor();     // [N, d]
   const auto wb = bf16 ? w.to(at::kBFloat16) : at::Tensor();     // [V, d]
@@ -60,6 +95,10 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
   if (N == 0) return out;
 
   const int64_t C = std::min(chunk, N);
+  if (bf16) {
+    run_head_bf16(hb, wb, safe_t, scored, inv_count, C, out);
+    return out;
+  }
   auto buffer = at::empty({C, V}, h.options());                   // the only [*, V] allocation
   for (int64_t start = 0; start < N; start += C) {
     const int64_t n = std::min(C, N - start);
@@ -67,8 +106,7 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
     const auto t_c = safe_t.narrow(0, start, n).unsqueeze(1);      // [n, 1]
     const auto scored_c = scored.narrow(0, start, n);              // [n]
     auto z = buffer.narrow(0, 0, n);                               // [n, V]
-    if (bf16) z.copy_(at::mm(hb.narrow(0, start, n), wb.t()));
-    else at::mm_out(z, h_c, wt);
+    at::mm_out(z, h_c, wt);
     const auto row_max = at::amax(z, {1}, /*keepdim=*/true);       // [n, 1]
     const auto shifted_target = z.gather(1, t_c) - row_max;        // [n, 1]  z_t - m
     z.sub_(row_max).exp_();                                        // exp(z - m)
@@ -81,12 +119,6 @@ HeadPass run_head(const at::Tensor& hidden, const at::Tensor& weight, const at::
     const auto coef = scored_c.to(h.scalar_type()).mul_(inv_count).unsqueeze(1);  // [n, 1]
     z.mul_(coef / sum_exp);
     z.scatter_add_(1, t_c, coef.neg());
-    if (bf16) {
-      const auto zb = z.to(at::kBFloat16);
-      if (want_grad_h) out.grad_h.narrow(0, start, n).copy_(at::mm(zb, wb));         // [n, V] x [V, d]
-      if (want_grad_w) out.grad_w.add_(at::mm(zb.t(), hb.narrow(0, start, n)));     // [V, n] x [n, d]
-      continue;
-    }
     if (want_grad_h) {
       auto grad_h_c = out.grad_h.narrow(0, start, n);  // rows of a contiguous tensor: written in place
       at::mm_out(grad_h_c, z, w);                      // [n, V] x [V, d]

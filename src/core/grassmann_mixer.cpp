@@ -7,8 +7,10 @@
 
 #include <algorithm>
 
+#include "core/bf16_linear.h"
 #include "core/model_config.h"
 #include "core/pluecker.h"
+#include "core/runtime.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -144,12 +146,14 @@ struct GateBlendFunction : public torch::autograd::Function<GateBlendFunction> {
 }  // namespace
 
 // Fast gate: W_gate [h; g] as two GEMMs on the weight's halves (no [B, L, 2d] concatenation),
-// the second accumulated in place, then the fused blend.
-torch::Tensor GrassmannMixerImpl::gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g) {
+// the second accumulated in place, then the fused blend. h_gemm: h as the first GEMM reads it (h
+// itself, or its bf16 copy under CPU bf16 autocast); undefined means h.
+torch::Tensor GrassmannMixerImpl::gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g,
+                                                  const torch::Tensor& h_gemm) {
   const int64_t d = options_.d_model;
   auto h2 = h.reshape({-1, d}), g2 = g.reshape({-1, d});
   const auto& W = gate_->weight;                                        // [d, 2d]
-  auto pre = at::addmm(gate_->bias, h2, W.narrow(1, 0, d).t());
+  auto pre = at::addmm(gate_->bias, h_gemm.defined() ? h_gemm.reshape({-1, d}) : h2, W.narrow(1, 0, d).t());
   if (pre.scalar_type() != h2.scalar_type()) {
     // CPU bf16 autocast: both GEMMs in bf16, summed and blended in the sublayer's float32
     // (addmm_ is in place, which autocast does not cast; the blend's loop is float32/float64).
@@ -175,7 +179,12 @@ torch::Tensor GrassmannMixerImpl::sublayer(const torch::Tensor& h, Blend&& blend
 }
 
 torch::Tensor GrassmannMixerImpl::forward_fast(const torch::Tensor& h) {
-  return sublayer(h, [&](const torch::Tensor& x) { return gate_blend_fast(x, geometry_fast(reduce_->forward(x))); });
+  return sublayer(h, [&](const torch::Tensor& x) {
+    // Under CPU bf16 autocast x is cast once for the two GEMMs that read it (W_red and the gate's
+    // first half); autocast would cast it at each use, and convert each use's gradient back.
+    const auto xg = x.device().is_cpu() && cpu_bf16_autocast() ? x.to(at::kBFloat16) : x;
+    return gate_blend_fast(x, geometry_fast(linear_rows(*reduce_, xg)), xg);
+  });
 }
 
 torch::Tensor GrassmannMixerImpl::forward_literal(const torch::Tensor& h) {

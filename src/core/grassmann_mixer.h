@@ -60,7 +60,7 @@ class GrassmannMixerImpl : public TokenMixerImpl {
   // Reference gate (cat + Linear + sigmoid + blend), used by the literal path.
   torch::Tensor gate_blend(const torch::Tensor& h, const torch::Tensor& g);
   // Same function, fast: split-weight GEMMs and one fused blend node (custom backward).
-  torch::Tensor gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g);
+  torch::Tensor gate_blend_fast(const torch::Tensor& h, const torch::Tensor& g, const torch::Tensor& h_gemm = {});
   // LayerNorm, dropout and (pre-norm) the residual around blend(x), per options_.pre_norm.
   template <class Blend>
   torch::Tensor sublayer(const torch::Tensor& h, Blend&& blend);

@@ -5,6 +5,7 @@
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/init.h>
 
+#include "core/bf16_linear.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -21,7 +22,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t layer) : pre_norm_(cfg.pre_
 // h: [B, L, d] -> [B, L, d]. post: LN(hhat + dropout(FFN(hhat))); pre: hhat + dropout(FFN(LN(hhat))).
 torch::Tensor BlockImpl::forward(const torch::Tensor& h) {
   auto hhat = mixer_->forward(h);
-  auto ffn = [&](const torch::Tensor& x) { return ffn_out_->forward(at::gelu(ffn_in_->forward(x))); };
+  auto ffn = [&](const torch::Tensor& x) { return linear_rows(*ffn_out_, at::gelu(linear_rows(*ffn_in_, x))); };
   if (pre_norm_) return hhat + dropout_->forward(ffn(ffn_norm_->forward(hhat)));
   return ffn_norm_->forward(hhat + dropout_->forward(ffn(hhat)));
 }

@@ -42,16 +42,29 @@ uint64_t draw_seed() {
 }
 
 bool hashed_kernel_applies(const at::Tensor& x) {
-  return x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+  return x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble ||
+                                 x.scalar_type() == at::kBFloat16);
 }
+
+// The type the kernels multiply in: bf16 values are widened to float32 (exactly) and the product
+// rounded once, so a bf16 tensor gets the bits that x.to(float), the float32 kernel and a cast back
+// would give, without the two extra passes.
+template <typename T>
+struct MulType {
+  using type = T;
+};
+template <>
+struct MulType<c10::BFloat16> {
+  using type = float;
+};
 
 constexpr int64_t kGrain = 16384;  // elements per parallel task: hashing is ~1-2 ns an element
 
 // x [n] contiguous -> out [n], mask [n] (uint8, 1 = kept). out = x * (mask * scale), as ATen's
 // x * noise (so inf * dropped = NaN there too); the multiply loops are branch-free.
-template <typename T>
+template <typename T, typename M = typename MulType<T>::type>
 void forward_kernel(const T* x, T* out, uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold,
-                    T scale) {
+                    M scale) {
   at::parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
     uint64_t pair = ~uint64_t{0}, hash = 0;
     for (int64_t i = i0; i < i1; ++i) {
@@ -62,20 +75,21 @@ void forward_kernel(const T* x, T* out, uint8_t* mask, int64_t n, uint64_t seed,
       }
       mask[i] = element_bits(hash, index) >= threshold;
     }
-    for (int64_t i = i0; i < i1; ++i) out[i] = x[i] * (static_cast<T>(mask[i]) * scale);
+    for (int64_t i = i0; i < i1; ++i) out[i] = static_cast<T>(static_cast<M>(x[i]) * (static_cast<M>(mask[i]) * scale));
   });
 }
 
 // grad_out [n], mask [n] -> grad_in [n] = grad_out * (mask * scale).
-template <typename T>
-void backward_kernel(const T* g, const uint8_t* mask, T* grad_in, int64_t n, T scale) {
+template <typename T, typename M = typename MulType<T>::type>
+void backward_kernel(const T* g, const uint8_t* mask, T* grad_in, int64_t n, M scale) {
   at::parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) grad_in[i] = g[i] * (static_cast<T>(mask[i]) * scale);
+    for (int64_t i = i0; i < i1; ++i)
+      grad_in[i] = static_cast<T>(static_cast<M>(g[i]) * (static_cast<M>(mask[i]) * scale));
   });
 }
 
 struct HashedDropout : public torch::autograd::Function<HashedDropout> {
-  // x: any shape (float32/float64, CPU) -> same shape.
+  // x: any shape (float32/float64/bf16, CPU) -> same shape.
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, double p, int64_t seed,
                             int64_t first_index) {
     RECORD_FUNCTION("grassaudit::hashed_dropout", std::vector<c10::IValue>());  // named in op profiles
@@ -84,10 +98,11 @@ struct HashedDropout : public torch::autograd::Function<HashedDropout> {
     auto mask = at::empty(x.sizes(), x.options().dtype(at::kByte));
     const double scale = 1.0 / (1.0 - p);
     const uint64_t threshold = dropout_threshold(p);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hashed_dropout", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "hashed_dropout", [&] {
+      using mul_t = typename MulType<scalar_t>::type;
       forward_kernel<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), mask.data_ptr<uint8_t>(), x.numel(),
                                static_cast<uint64_t>(seed), static_cast<uint64_t>(first_index), threshold,
-                               static_cast<scalar_t>(scale));
+                               static_cast<mul_t>(scale));
     });
     ctx->save_for_backward({mask});  // released by backward (saved_data would live as long as the graph)
     ctx->saved_data["scale"] = scale;
@@ -106,9 +121,10 @@ struct HashedDropout : public torch::autograd::Function<HashedDropout> {
       grad_in = g * mask.to(g.scalar_type()) * scale;
     } else {
       grad_in = at::empty_like(g);
-      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "hashed_dropout_backward", [&] {
+      AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, g.scalar_type(), "hashed_dropout_backward", [&] {
+        using mul_t = typename MulType<scalar_t>::type;
         backward_kernel<scalar_t>(g.data_ptr<scalar_t>(), mask.data_ptr<uint8_t>(), grad_in.data_ptr<scalar_t>(),
-                                  g.numel(), static_cast<scalar_t>(scale));
+                                  g.numel(), static_cast<mul_t>(scale));
       });
     }
     return {grad_in, at::Tensor(), at::Tensor(), at::Tensor()};
@@ -157,10 +173,6 @@ at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
                                        "of this rank",
                                        x.size(0), rows));
   if (p == 0 || !train || x.numel() == 0) return x;
-  // bf16 (CPU autocast, --precision bf16): through the float32 kernel, so the masks are a
-  // float32 run's and the scale is exact; the result rounds to bf16 once.
-  if (x.device().is_cpu() && x.scalar_type() == at::kBFloat16)
-    return row_sharded_dropout(x.to(at::kFloat), p, train).to(at::kBFloat16);
   if (p == 1) return x * at::zeros({}, x.options());
   const int64_t k = x.size(0) / rows;
   if (!hashed_kernel_applies(x)) {
@@ -173,7 +185,8 @@ at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
 }
 
 at::Tensor reference_row_dropout(const at::Tensor& x, double p, uint64_t seed, int64_t first_index) {
-  TORCH_CHECK(hashed_kernel_applies(x), "reference_row_dropout: CPU float32/float64 only");
+  TORCH_CHECK(x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble),
+              "reference_row_dropout: CPU float32/float64 only");
   const uint64_t threshold = dropout_threshold(p);
   auto kept = at::empty({x.numel()}, x.options().dtype(at::kBool));
   auto kept_a = kept.accessor<bool, 1>();

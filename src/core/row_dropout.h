@@ -8,9 +8,10 @@
 // multiplies, and keeps that float tensor for backward: 4-7.5% of a paper-size training step and
 // ~4 bytes per dropped activation of peak memory.
 //
-// Here (CPU, float32/float64) one call draws ONE 64-bit seed from the default CPU generator, and
-// element i of the global batch is kept iff 32 bits of splitmix64(seed, i / 2) (the low half
-// for even i, the high half for odd i) are at least round(p * 2^32): a counter-based mask, so every rank (drawing the same seed, as one process
+// Here (CPU, float32/float64/bf16; bf16 multiplied in float32 and rounded once) one call draws
+// ONE 64-bit seed from the default CPU generator, and element i of the global batch is kept iff 32
+// bits of splitmix64(seed, i / 2) (the low half for even i, the high half for odd i) are at least
+// round(p * 2^32): a counter-based mask, so every rank (drawing the same seed, as one process
 // would) computes exactly the rows it holds, in parallel, bit-identical to the one-process mask;
 // the kept elements are scaled by 1 / (1 - p) as at::dropout does. Backward multiplies by the
 // saved uint8 mask. Other devices and dtypes keep ATen's Bernoulli noise (drawn for the whole

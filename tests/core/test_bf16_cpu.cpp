@@ -2,10 +2,12 @@
 // no native support, so this checks correctness, not speed): under AutocastScope(CPU, bf16) the
 // fused head runs its GEMMs in bf16 (equal to an explicit bf16 formulation, different from
 // float32), the Grassmann fast path and attention run and stay near float32, gradients reach every
-// parameter in float32, and dropout on bf16 keeps a float32 run's masks.
+// parameter in float32, dropout on bf16 keeps a float32 run's masks, and linear_rows is one bf16
+// addmm under autocast and the module's own forward elsewhere.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "core/bf16_linear.h"
 #include "core/fused_head.h"
 #include "core/language_model.h"
 #include "core/lm_loss.h"
@@ -101,4 +103,52 @@ TEST(Bf16Cpu, DropoutOnBf16KeepsTheFloat32Masks) {
   EXPECT_EQ(y16.scalar_type(), at::kBFloat16);
   EXPECT_TRUE(at::equal(y32.eq(0), y16.to(at::kFloat).eq(0)));
   EXPECT_LT(rel(y16, y32), 1e-2);
+}
+
+TEST(Bf16Cpu, LinearRowsIsOneBf16AddmmUnderAutocastAndTheModuleElsewhere) {
+  at::manual_seed(5);
+  torch::nn::Linear lin(16, 24);
+  const auto x = at::randn({3, 5, 16});
+  // Outside autocast: the module's own forward, bit for bit (float32 arithmetic untouched).
+  EXPECT_TRUE(at::equal(linear_rows(*lin, x), lin->forward(x)));
+  at::Tensor y;
+  {
+    AutocastScope scope(c10::DeviceType::CPU, at::kBFloat16);
+    y = linear_rows(*lin, x);
+  }
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{3, 5, 24}));
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  const auto want = at::addmm(lin->bias.to(at::kBFloat16), x.reshape({15, 16}).to(at::kBFloat16),
+                              lin->weight.to(at::kBFloat16).t());
+  EXPECT_TRUE(at::equal(y.reshape({15, 24}), want));
+  y.to(at::kFloat).sum().backward();
+  EXPECT_EQ(lin->weight.grad().scalar_type(), at::kFloat);
+  EXPECT_EQ(lin->bias.grad().scalar_type(), at::kFloat);
+  EXPECT_LT(rel(lin->bias.grad(), at::full({24}, 15.0)), 1e-6);  // 15 rows, each d(sum)/d(bias) = 1
+}
+
+// Same seed, same thread count: the same bf16 loss and gradients, bit for bit (the head's row
+// kernel and dropout are row-parallel with fixed sums; the GEMMs' blocking depends on the thread
+// count only).
+TEST(Bf16Cpu, ABf16StepRepeatsBitForBit) {
+  for (const std::string mixer : {"past", "attention"}) {
+    SCOPED_TRACE(mixer);
+    std::vector<at::Tensor> runs[2];
+    for (auto& grads : runs) {
+      at::manual_seed(11);
+      LanguageModel model(tiny(mixer));
+      model->train();
+      auto x = at::randint(0, 101, {4, 24}, at::kLong), y = at::randint(0, 101, {4, 24}, at::kLong);
+      at::Tensor loss;
+      {
+        AutocastScope scope(c10::DeviceType::CPU, at::kBFloat16);
+        loss = lm_loss(model, x, y, LossImpl::kFused);
+      }
+      loss.backward();
+      grads.push_back(loss.detach());
+      for (const auto& p : model->parameters()) grads.push_back(p.grad());
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_TRUE(at::equal(runs[0][i], runs[1][i])) << "tensor " << i;
+  }
 }

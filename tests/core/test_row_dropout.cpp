@@ -1,8 +1,8 @@
 // Row-sharded dropout (core/row_dropout.h): the CPU kernel against its plain reference, shards of
 // a global batch against the one-process output bit for bit (and the generator left in the same
 // state, so the next step's masks agree too), independence from the thread count, the keep rate
-// and pair statistics of the masks, backward, and ATen's Bernoulli path for other dtypes. Also
-// dist::row_share's split.
+// and pair statistics of the masks, backward, bf16 through the same kernel, and ATen's Bernoulli
+// path for other dtypes. Also dist::row_share's split.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -51,7 +51,7 @@ void expect_shards_match(const at::Tensor& x, double p, int world) {
 
 TEST(RowDropout, ShardsEqualTheRowsOfOneProcessDropout) {
   at::manual_seed(1);
-  for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {  // bfloat16: ATen's Bernoulli path
+  for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {  // bfloat16: the hashed kernel, in float32
     const at::Tensor lm = at::randn({6, 16, 8}).to(dtype);       // [B, L, d]
     const at::Tensor heads = at::randn({6 * 2, 5, 5}).to(dtype);  // [B*H, L, L] (attention probabilities)
     for (int world : {1, 2, 3, 4, 6})
@@ -161,6 +161,28 @@ TEST(RowDropout, BackwardMultipliesByTheSavedMaskAndCreateGraphAgrees) {
     EXPECT_TRUE(at::allclose(grads[0], want, 1e-15, 0)) << "create_graph " << create_graph;
     if (create_graph) EXPECT_TRUE(grads[0].requires_grad());
   }
+}
+
+// bf16 (CPU autocast's activations) runs the hashed kernel itself, multiplying in float32 and
+// rounding once: the bits of the float32 kernel on the widened input, cast back, forward and
+// backward (what the bf16 path computed before through two casts each way).
+TEST(RowDropout, Bf16EqualsTheFloat32KernelRoundedOnceForwardAndBackward) {
+  const at::Tensor x32 = at::randn({4, 33, 17});
+  const at::Tensor x16 = x32.to(at::kBFloat16);
+  const at::Tensor upstream = at::randn({4, 33, 17}).to(at::kBFloat16);
+  at::manual_seed(17);
+  auto a = x16.to(at::kFloat).requires_grad_(true);
+  const at::Tensor y32 = row_sharded_dropout(a, 0.3, true);
+  y32.backward(upstream.to(at::kFloat));
+  at::manual_seed(17);
+  auto b = x16.clone().requires_grad_(true);
+  const at::Tensor y16 = row_sharded_dropout(b, 0.3, true);
+  y16.backward(upstream);
+  EXPECT_EQ(y16.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(y16, y32.to(at::kBFloat16)));
+  EXPECT_EQ(b.grad().scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(b.grad(), a.grad().to(at::kBFloat16)));
+  EXPECT_GT(y16.eq(0).sum().item<int64_t>(), 0);
 }
 
 TEST(RowDropout, CallsDrawNewMasksAndASeedRepeatsThem) {
