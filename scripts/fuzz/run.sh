@@ -28,6 +28,16 @@ seed() {  # seed TARGET: a few real-data examples in an empty corpus
     fuzz_zip_reader)
       cp "$ROOT/audits/export/gpt_block.pt2" "$c/flat"
       cp "$ROOT/audits/export/gpt_block_packaged.pt2" "$c/packaged" ;;
+    fuzz_pickle_scan)  # the pickles of the TorchScript control models
+      python3 - "$ROOT/audits/controls" "$c" <<'PY'
+import glob, os, sys, zipfile
+for i, f in enumerate(sorted(glob.glob(sys.argv[1] + "/*.pt"))[:20]):
+    z = zipfile.ZipFile(f)
+    for n in z.namelist():
+        if n.endswith(".pkl"):
+            open(os.path.join(sys.argv[2], f"{i}-{os.path.basename(n)}"), "wb").write(z.read(n))
+PY
+      ;;
     fuzz_weights_unpickler)  # first byte: 0 the whole torch.save file, 1 its pickle alone
       python3 - "$ROOT/audits/export/gpt_block.pt2" "$c" <<'PY'
 import io, sys, zipfile
@@ -104,7 +114,7 @@ for t in "${targets[@]}"; do
   log="$OUT/findings/$t.log"
   echo "fuzz: $t for ${SECS}s"
   max_len=4096
-  case "$t" in fuzz_weights_unpickler|fuzz_export_graph) max_len=131072 ;; fuzz_onnx_model) max_len=32768 ;; esac  # real models
+  case "$t" in fuzz_weights_unpickler|fuzz_export_graph) max_len=131072 ;; fuzz_onnx_model|fuzz_pickle_scan) max_len=32768 ;; esac  # real models
   if UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" "$OUT/$t" "$OUT/corpus/$t" -max_total_time="$SECS" -max_len="$max_len" -timeout=10 -rss_limit_mb=4096 \
       -artifact_prefix="$OUT/findings/$t/" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') runs," \
