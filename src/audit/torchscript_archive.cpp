@@ -1,8 +1,7 @@
 #include "audit/torchscript_archive.h"
 
-#include "audit/zip_reader.h"
-
 #include "util/error_text.h"
+#include "util/little_endian.h"
 
 #include <fmt/format.h>
 #include <torch/version.h>
@@ -17,8 +16,6 @@
 
 namespace grassaudit {
 namespace {
-
-uint64_t le(const unsigned char* p, int n) { return read_le(p, n); }
 
 // What the zip archive holds: entry names and the first bytes of a few small records. Reads only
 // the central directory (at the end of the file) and the records asked for, never the weights.
@@ -37,21 +34,21 @@ std::optional<ZipListing> list_zip(std::ifstream& f, uint64_t size) {
   if (!f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(tail))) return std::nullopt;
   int64_t eocd = -1;
   for (int64_t i = static_cast<int64_t>(tail) - 22; i >= 0; --i)
-    if (le(&buf[i], 4) == 0x06054b50) {
+    if (read_le(&buf[i], 4) == 0x06054b50) {
       eocd = i;
       break;
     }
   if (eocd < 0) return std::nullopt;
-  uint64_t entries = le(&buf[eocd + 10], 2), cd_size = le(&buf[eocd + 12], 4), cd_offset = le(&buf[eocd + 16], 4);
-  if ((entries == 0xFFFF || cd_offset == 0xFFFFFFFF) && eocd >= 20 && le(&buf[eocd - 20], 4) == 0x07064b50) {
+  uint64_t entries = read_le(&buf[eocd + 10], 2), cd_size = read_le(&buf[eocd + 12], 4), cd_offset = read_le(&buf[eocd + 16], 4);
+  if ((entries == 0xFFFF || cd_offset == 0xFFFFFFFF) && eocd >= 20 && read_le(&buf[eocd - 20], 4) == 0x07064b50) {
     // zip64 (PyTorch writes it for large files): the locator points at the zip64 EOCD record.
-    const uint64_t z64 = le(&buf[eocd - 20 + 8], 8);
+    const uint64_t z64 = read_le(&buf[eocd - 20 + 8], 8);
     unsigned char rec[56];
     f.seekg(static_cast<std::streamoff>(z64));
-    if (!f.read(reinterpret_cast<char*>(rec), sizeof rec) || le(rec, 4) != 0x06064b50) return std::nullopt;
-    entries = le(rec + 32, 8);
-    cd_size = le(rec + 40, 8);
-    cd_offset = le(rec + 48, 8);
+    if (!f.read(reinterpret_cast<char*>(rec), sizeof rec) || read_le(rec, 4) != 0x06064b50) return std::nullopt;
+    entries = read_le(rec + 32, 8);
+    cd_size = read_le(rec + 40, 8);
+    cd_offset = read_le(rec + 48, 8);
   }
   if (cd_offset + cd_size > size || cd_size > (64u << 20)) return std::nullopt;
   std::vector<unsigned char> cd(cd_size);
@@ -60,12 +57,12 @@ std::optional<ZipListing> list_zip(std::ifstream& f, uint64_t size) {
   ZipListing out;
   uint64_t p = 0;
   for (uint64_t e = 0; e < entries && p + 46 <= cd_size; ++e) {
-    if (le(&cd[p], 4) != 0x02014b50) return std::nullopt;
-    const uint64_t n = le(&cd[p + 28], 2), x = le(&cd[p + 30], 2), c = le(&cd[p + 32], 2);
+    if (read_le(&cd[p], 4) != 0x02014b50) return std::nullopt;
+    const uint64_t n = read_le(&cd[p + 28], 2), x = read_le(&cd[p + 30], 2), c = read_le(&cd[p + 32], 2);
     if (p + 46 + n > cd_size) return std::nullopt;
     out.names.emplace_back(reinterpret_cast<const char*>(&cd[p + 46]), n);
-    out.local_offsets.push_back(le(&cd[p + 42], 4));
-    out.sizes.push_back(le(&cd[p + 20], 4));
+    out.local_offsets.push_back(read_le(&cd[p + 42], 4));
+    out.sizes.push_back(read_le(&cd[p + 20], 4));
     p += 46 + n + x + c;
   }
   return out;
@@ -76,9 +73,9 @@ std::string read_stored(std::ifstream& f, uint64_t local_offset, uint64_t size) 
   unsigned char h[30];
   f.clear();
   f.seekg(static_cast<std::streamoff>(local_offset));
-  if (!f.read(reinterpret_cast<char*>(h), sizeof h) || le(h, 4) != 0x04034b50 || le(h + 8, 2) != 0) return {};
+  if (!f.read(reinterpret_cast<char*>(h), sizeof h) || read_le(h, 4) != 0x04034b50 || read_le(h + 8, 2) != 0) return {};
   const uint64_t len = size;
-  f.seekg(static_cast<std::streamoff>(local_offset + 30 + le(h + 26, 2) + le(h + 28, 2)));
+  f.seekg(static_cast<std::streamoff>(local_offset + 30 + read_le(h + 26, 2) + read_le(h + 28, 2)));
   std::string s(len, '\0');
   if (!f.read(s.data(), static_cast<std::streamsize>(len))) return {};
   return trim(s);

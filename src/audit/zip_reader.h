@@ -10,9 +10,6 @@
 
 namespace grassaudit {
 
-// The n-byte little-endian unsigned integer at p (zip's byte order).
-uint64_t read_le(const unsigned char* p, int n);
-
 class ZipReader {
  public:
   struct Entry {

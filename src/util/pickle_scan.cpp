@@ -5,15 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-namespace grassaudit {
+#include "util/little_endian.h"
 
-namespace {
-uint64_t le(const unsigned char* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-}  // namespace
+namespace grassaudit {
 
 std::string pickle_out_of_range(const unsigned char* data, size_t size) {
   size_t pos = 0;
@@ -58,7 +52,7 @@ std::string pickle_out_of_range(const unsigned char* data, size_t size) {
     }
     if (len_bytes > 0) {
       if (!need(static_cast<size_t>(len_bytes))) return cut("a length");
-      const uint64_t n = le(data + pos, len_bytes);
+      const uint64_t n = read_le(data + pos, len_bytes);
       pos += static_cast<size_t>(len_bytes);
       if (n > size - pos)
         return fmt::format("pickle length {} at byte {} runs past its end ({} bytes left)", n, pos, size - pos);
@@ -66,7 +60,7 @@ std::string pickle_out_of_range(const unsigned char* data, size_t size) {
       continue;
     }
     if (!need(static_cast<size_t>(arg))) return cut("an argument");
-    const uint64_t v = arg > 0 ? le(data + pos, arg) : 0;
+    const uint64_t v = arg > 0 ? read_le(data + pos, arg) : 0;
     pos += static_cast<size_t>(arg);
     if (put) {
       if (v > memo) return fmt::format("pickle memo index {} at byte {} skips past the {} entries written", v, pos, memo);
