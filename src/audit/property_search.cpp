@@ -5,7 +5,6 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <rapidcheck.h>
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
@@ -16,7 +15,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/precision_switch.h"
-#include "audit/precision_switch.h"
+#include "audit/property_runner.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
 
@@ -24,6 +23,7 @@ namespace grassaudit {
 namespace {
 
 enum class Perturbation { kResample, kSwap, kConstant, kScaled };
+constexpr int32_t kPerturbations = 4;
 const char* perturbation_name(Perturbation p) {
   switch (p) {
     case Perturbation::kResample: return "resample";
@@ -156,26 +156,6 @@ class CaseChecker {
   int64_t length_guard_;
 };
 
-// RapidCheck's default listener reports progress on stderr; the audit prints its own summary.
-class QuietListener : public rc::detail::TestListener {
- public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
-
-class StderrSilenced {
- public:
-  StderrSilenced() : old_(std::cerr.rdbuf(nullptr)) {}
-  ~StderrSilenced() {
-    std::cerr.rdbuf(old_);
-    std::cerr.clear();
-  }
-
- private:
-  std::streambuf* old_;
-};
-
 // RapidCheck shrinks every drawn value, but the cut is drawn after the length (its range
 // depends on L), so a shrink can stop above the smallest failing (L, cut). With the other drawn
 // values kept, this tries every smaller (L, cut) in order and returns the first that fails:
@@ -211,7 +191,30 @@ PropertyCounterexample counterexample_of(const Failure& f, int64_t cases, const 
 
 }  // namespace
 
+namespace {
+#ifdef GRASSAUDIT_PROPERTY_RUNNER_LINKED
+GaPropertySearch g_runner = &grassaudit_property_search;
+std::string g_why_missing;
+#else
+GaPropertySearch g_runner = nullptr;
+std::string g_why_missing = "this build has no property runner";
+#endif
+}  // namespace
+
+void set_property_search_runner(GaPropertySearch runner, const std::string& why_missing) {
+  g_runner = runner;
+  g_why_missing = runner ? "" : why_missing;
+}
+
+bool has_property_search() { return g_runner != nullptr; }
+
+void require_property_search() {
+  if (!g_runner) throw InputError("--property: no property search here (" + g_why_missing + ")");
+}
+
 void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r) {
+  require_property_search();
+  const GaPropertySearch runner = g_runner;
   CpuRngGuard rng;
   const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
@@ -226,43 +229,54 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   if (opt.train_mode) modes.push_back(AuditMode::kTrain);
   const int64_t max_batch = std::max<int64_t>(2, std::min<int64_t>(opt.batch, 8));
 
-  std::optional<Failure> last_failure;  // RapidCheck's shrinking ends on the minimal failing case
-  std::string error;
-  auto property = [&]() {
-    Case c;
-    c.L = *rc::gen::inRange<int64_t>(2, opt.seq_len + 1);
-    c.cut = *rc::gen::inRange<int64_t>(1, c.L);
-    c.batch = *rc::gen::inRange<int64_t>(1, max_batch + 1);
-    c.perturbation = *rc::gen::element(Perturbation::kResample, Perturbation::kSwap, Perturbation::kConstant,
-                                       Perturbation::kScaled);
-    c.mode = modes[static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(modes.size())))];
-    c.seed = *rc::gen::inRange<uint64_t>(0, 1ULL << 31);
-    if (!error.empty()) return true;  // the model cannot run the drawn shapes: reported below
+  // What the callback keeps between cases: RapidCheck's shrinking ends on the minimal failing
+  // case, the last one that failed; an error stops the checks (every later case then "holds")
+  // and is raised once the runner returns, so no exception crosses the runner's C interface.
+  struct Search {
+    CaseChecker& checker;
+    const std::vector<AuditMode>& modes;
+    std::optional<Failure> last_failure;
+    std::exception_ptr error;
+  } search{checker, modes, std::nullopt, nullptr};
+  GaPropertyCheck check = [](void* ctx, const GaPropertyCase* g) -> int {
+    auto& s = *static_cast<Search*>(ctx);
+    if (s.error) return 1;
     try {
-      auto f = checker.check(c);
-      if (f) last_failure = f;
-      return !f.has_value();
-    } catch (const InputError& e) {
-      error = e.what();
-      return true;
+      Case c;
+      c.L = g->len;
+      c.cut = g->cut;
+      c.batch = g->batch;
+      c.perturbation = static_cast<Perturbation>(g->perturbation);
+      c.mode = s.modes.at(static_cast<size_t>(g->mode));
+      c.seed = g->seed;
+      auto f = s.checker.check(c);
+      if (f) s.last_failure = f;
+      return f ? 0 : 1;
+    } catch (...) {
+      s.error = std::current_exception();
+      return 1;
     }
   };
-  rc::detail::TestParams params;
-  params.seed = opt.seed;
-  params.maxSuccess = static_cast<int>(cases);
-  QuietListener quiet;
-  // The seed above is the one used; RapidCheck's global configuration, loaded on first use,
-  // draws a random seed of its own (unused here) and prints it to stderr: silenced.
-  auto silence = std::make_unique<StderrSilenced>();
-  const auto result = rc::detail::checkTestable(property, rc::detail::TestMetadata{}, params, quiet);
-  silence.reset();
-  if (error.empty() && last_failure) last_failure = sweep_smaller(checker, *last_failure);
+  const GaPropertySpace space{opt.seed, static_cast<int32_t>(cases), opt.seq_len, max_batch, kPerturbations,
+                              static_cast<int32_t>(modes.size())};
+  char runner_error[512] = {0};
+  const int outcome = runner(&space, check, &search, runner_error, sizeof runner_error);
+  std::optional<Failure> last_failure = search.last_failure;
+  std::exception_ptr error = search.error;
+  if (outcome == 1 && !error && last_failure) {
+    try {
+      last_failure = sweep_smaller(checker, *last_failure);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   target.to_dtype(own, nullptr);
   target.set_train(was_training);
-  if (!error.empty()) throw InputError(error);
+  if (error) std::rethrow_exception(error);
+  if (outcome < 0) throw std::runtime_error(runner_error);
   for (const auto& n : prec.notes())  // the main audit may have said the same already
     if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(n);
-  if (!result.template is<rc::detail::FailureResult>() || !last_failure) {
+  if (outcome != 1 || !last_failure) {
     r.notes.push_back(fmt::format("property search: {} cases passed ({})", cases, precision));
     return;
   }

@@ -10,15 +10,26 @@
 // Decided in float64 where the target runs in it, else in its own dtype, against the threshold
 // above the model's measured rounding floor (audit/precision_switch.h), as the main audit.
 #include <cstdint>
+#include <string>
 
 #include "audit/audit_target.h"
 #include "audit/causality_audit.h"
+#include "audit/property_runner.h"
 
 namespace grassaudit {
 
 // Runs after run_causality_audit on the same target (r: its result, updated in place: the
 // counterexample, a violation of its kind if the audit had not found one, the verdict).
 // Throws InputError when the model cannot run at a drawn length or batch size.
+// Throws InputError, before any probe, when no runner is set.
 void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r);
+
+// The RapidCheck runner the search draws its cases with (audit/property_runner.h): the CLI links
+// it; the Python package hands over the one its grassaudit._property_runner module carries, or
+// null with the reason property=N cannot run.
+void set_property_search_runner(GaPropertySearch runner, const std::string& why_missing);
+bool has_property_search();
+// Throws InputError ("--property: no property search here (why)") when no runner is set.
+void require_property_search();
 
 }  // namespace grassaudit

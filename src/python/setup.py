@@ -6,14 +6,15 @@ torch.utils.cpp_extension supplies that torch's include paths, libraries and ABI
 engine (the CLI's own src/util, src/core and src/audit sources, compiled here: no prebuilt
 library of another LibTorch is linked) matches whatever torch the Python has: Debian's 1.13, or
 a venv's pip torch 2.x. Needs a C++17 compiler and the headers of fmt and nlohmann-json
-(Debian: libfmt-dev nlohmann-json3-dev); property=N also a shared RapidCheck (see below).
+(Debian: libfmt-dev nlohmann-json3-dev); property=N also RapidCheck (librapidcheck-dev: see
+RAPIDCHECK below).
 
 ccache is used when installed (as the CMake build does): GRASSAUDIT_NO_CCACHE=1 turns it off.
 """
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)  # the repository's src/: the engine's sources and include root
@@ -41,7 +42,7 @@ ENGINE = [
     "audit/checks/incremental_check.cpp",
     "audit/checks/length_check.cpp",
     "audit/checks/past_check.cpp",
-    "audit/checks/property_check.cpp",  # without RapidCheck: refuses property=N in one line
+    "audit/checks/property_check.cpp",  # property=N: audit/property_search.cpp, its runner below
     "audit/checks/registry.cpp",
     "audit/checks/structural_check.cpp",
     "audit/checks/vacuity_check.cpp",
@@ -58,23 +59,60 @@ ENGINE = [
 ]
 
 
-def has_shared_rapidcheck() -> bool:
-    """Debian's librapidcheck-dev has only a static library built without -fPIC, which cannot go
-    into a Python extension: property=N needs a shared librapidcheck.so (or a -fPIC build)."""
-    dirs = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib")
-    return any(os.path.exists(os.path.join(d, "librapidcheck.so")) for d in dirs) and \
-        any(os.path.exists(os.path.join(d, "rapidcheck.h")) for d in ("/usr/include", "/usr/local/include"))
+def find_rapidcheck():
+    """Debian's librapidcheck.a (and its headers), or None: property=N then raises its one line."""
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib"):
+        lib = os.path.join(d, "librapidcheck.a")
+        if os.path.exists(lib) and any(os.path.exists(os.path.join(i, "rapidcheck.h"))
+                                       for i in ("/usr/include", "/usr/local/include")):
+            return lib
+    return None
 
 
-define_macros = []
-libraries = ["fmt"]
-sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE]
-if has_shared_rapidcheck():  # property=N: the CLI's RapidCheck search
-    sources.append(os.path.join(SRC, "audit/property_search.cpp"))
-    define_macros.append(("GRASSAUDIT_PROPERTY_SEARCH", "1"))
-    libraries.append("rapidcheck")
-else:  # the property check refuses property=N
-    define_macros.append(("GRASSAUDIT_NO_PROPERTY_SEARCH", "1"))
+sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE + ["audit/property_search.cpp"]]
+COMPILE = ["-std=c++17", "-O2", "-g0"]  # -g0: Python's own CFLAGS ask for debug info (3x the compile time)
+ext_modules = [
+    CppExtension(
+        name="grassaudit._engine",
+        sources=sources,
+        include_dirs=[SRC],
+        libraries=["fmt"],
+        extra_compile_args=COMPILE + ["-Wno-unused-function", "-Wno-deprecated-declarations"],
+    )
+]
+
+# RAPIDCHECK: property=N draws its cases with the CLI's RapidCheck runner (audit/property_runner.h),
+# built here into a module of its own. Debian ships RapidCheck only as a static library compiled for
+# executables (-fPIE): its code reaches libstdc++'s vtables, VTTs and std::cerr by direct
+# PC-relative references, which no shared object can resolve against the system's libstdc++.so. So
+# the runner links libstdc++ and libgcc statically, exports nothing but PyInit (the version script:
+# every other symbol local, so those references resolve inside it), and hands the engine a plain C
+# function pointer (a PyCapsule): only C types cross between the two libstdc++ copies, and no
+# exception does.
+RAPIDCHECK = find_rapidcheck()
+if RAPIDCHECK:
+    ext_modules.append(Extension(
+        name="grassaudit._property_runner",
+        sources=["csrc/property_runner_module.cpp", os.path.join(SRC, "audit/property_runner_rc.cpp")],
+        include_dirs=[SRC],
+        language="c++",
+        extra_compile_args=COMPILE + ["-fno-gnu-unique"],
+        extra_objects=[RAPIDCHECK],
+        extra_link_args=["-static-libstdc++", "-static-libgcc",
+                         "-Wl,--version-script=" + os.path.join(HERE, "csrc", "property_runner.map")],
+    ))
+
+
+class Build(BuildExtension):
+    """torch's BuildExtension gives every extension torch's C++ ABI flag; the runner uses none of
+    torch, only RapidCheck, whose library is built with the system's (the new) std::string ABI."""
+
+    def build_extension(self, ext):
+        if ext.name == "grassaudit._property_runner":
+            ext.extra_compile_args = [a for a in ext.extra_compile_args
+                                      if not a.startswith("-D_GLIBCXX_USE_CXX11_ABI")] + ["-D_GLIBCXX_USE_CXX11_ABI=1"]
+        super().build_extension(ext)
+
 
 # ccache's masquerading c++ (torch's compiler check runs `which $CXX`: one word only).
 CCACHE_CXX = "/usr/lib/ccache/c++"
@@ -88,18 +126,8 @@ setup(
     description="Causality audit of a live torch.nn.Module, with the grassaudit CLI's C++ engine",
     packages=["grassaudit"],
     python_requires=">=3.8",
-    ext_modules=[
-        CppExtension(
-            name="grassaudit._engine",
-            sources=sources,
-            include_dirs=[SRC],
-            define_macros=define_macros,
-            libraries=libraries,
-            # -g0: Python's own CFLAGS ask for debug info, which triples the compile time here.
-            extra_compile_args=["-std=c++17", "-O2", "-g0", "-Wno-unused-function", "-Wno-deprecated-declarations"],
-        )
-    ],
-    cmdclass={"build_ext": BuildExtension},
+    ext_modules=ext_modules,
+    cmdclass={"build_ext": Build},
     options={"build": {"build_base": BUILD}} if BUILD else {},
     zip_safe=False,
 )

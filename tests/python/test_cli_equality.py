@@ -114,6 +114,28 @@ def test_no_train_proof_equals_cli(make, cli, tmp_path):
     assert comparable(report.to_dict()) == comparable(json.loads((tmp_path / "cli.json").read_text()))
 
 
+@pytest.mark.parametrize("make", [conv_symmetric, dict_out])
+def test_property_search_equals_cli(make, cli, tmp_path):
+    """property=N runs the CLI's RapidCheck search (the package's own runner module): the same
+    cases, the same minimal counterexample (a leaky model) or none (a causal one)."""
+    model, inputs, seq_len = make()
+    path = tmp_path / "model.pt"
+    torch.jit.script(model).save(str(path))
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, property=20)
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--property", "20",
+           "--json", str(tmp_path / "cli.json")]
+    for i in inputs:
+        cmd += ["--input", i]
+    subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    got, expected = report.to_dict(), json.loads((tmp_path / "cli.json").read_text())
+    assert comparable(got) == comparable(expected)
+    if report.causal:
+        assert got["counterexample"] is None
+        assert "property search: 20 cases passed (float64)" in got["notes"]
+    else:
+        assert got["counterexample"]["cut"] >= 1 and got["counterexample"]["cases"] == 20
+
+
 class Unscriptable(nn.Module):
     """Python TorchScript does not compile (a generator expression): no graph, no proof."""
 

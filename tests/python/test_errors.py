@@ -102,11 +102,22 @@ def test_incremental_without_step():
     assert isinstance(info.value, grassaudit.ModelError)  # the refusals are model errors
 
 
+def test_property_search_is_built():
+    # The package builds its RapidCheck runner wherever librapidcheck-dev is installed (CI: both
+    # Debian roots), so property=N runs (test_cli_equality.py compares it with the CLI).
+    assert grassaudit._engine.has_property_search()
+
+
 def test_property_search_missing_is_said():
-    if grassaudit._engine.has_property_search:
-        return
-    with pytest.raises(ValueError, match="--property: this build of the grassaudit package has no property search"):
-        grassaudit.audit(Conv(), inputs="features:4", seq_len=8, property=10)
+    from grassaudit import _property_runner
+    grassaudit._engine.set_property_runner(None, "no runner in this test")
+    try:
+        with pytest.raises(ValueError, match=r"^--property: no property search here \(no runner in this test\)$"):
+            grassaudit.audit(Conv(), inputs="features:4", seq_len=8, property=10)
+    finally:
+        grassaudit._engine.set_property_runner(_property_runner.search)
+    with pytest.raises(ValueError, match="--property must be >= 1"):
+        grassaudit.audit(Conv(), inputs="features:4", seq_len=8, property=0)
 
 
 def test_script_module_is_refused():

@@ -18,13 +18,9 @@ class PropertyCheck : public Check {
   bool wanted_for_model(const AuditOptions& opt) const override { return opt.property_cases.has_value(); }
   void run_model(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>&,
                  AuditResult& r) override {
-#ifdef GRASSAUDIT_NO_PROPERTY_SEARCH  // a build without RapidCheck (see src/python/setup.py)
-    throw InputError("--property: this build has no property search (it needs RapidCheck); use the CLI");
-#else
     AuditOptions o = opt;  // a file's fixed length holds for the search too
     if (auto* file = dynamic_cast<ModelFileTarget*>(&target)) o = file_audit_options(*file, opt, nullptr);
     run_property_search(target, o, *opt.property_cases, r);
-#endif
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["counterexample"] = r.counterexample ? to_json(*r.counterexample) : nlohmann::json(nullptr);

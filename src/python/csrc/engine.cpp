@@ -26,11 +26,9 @@
 #include "audit/incremental_audit.h"
 #include "audit/model_file.h"
 #include "audit/output_audit.h"
+#include "audit/property_search.h"
 #include "audit/train_mode_proof.h"
 #include "audit/zero_redraw.h"
-#ifdef GRASSAUDIT_PROPERTY_SEARCH
-#include "audit/property_search.h"
-#endif
 #include "util/error.h"
 #include "util/error_text.h"
 #include "util/sha256.h"
@@ -459,11 +457,7 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     if (o.contains("property") && !o["property"].is_none()) {
       opt.property_cases = o["property"].cast<int64_t>();
       if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
-#ifndef GRASSAUDIT_PROPERTY_SEARCH
-      throw InputError(
-          "--property: this build of the grassaudit package has no property search (it needs a shared "
-          "librapidcheck.so when it is built; Debian's static one cannot go into an extension): use the CLI");
-#endif
+      require_property_search();  // before any probe
     }
     if (o.contains("output") && !o["output"].is_none()) {
       only = o["output"].cast<std::string>();
@@ -509,9 +503,19 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "The grassaudit causality-audit engine (the CLI's C++ code), driven on a live torch.nn.Module.";
   m.def("run", &grassaudit::run, py::arg("adapter"), py::arg("inputs"), py::arg("seq_len"), py::arg("options"));
-#ifdef GRASSAUDIT_PROPERTY_SEARCH
-  m.attr("has_property_search") = true;
-#else
-  m.attr("has_property_search") = false;
-#endif
+  // The RapidCheck runner (grassaudit._property_runner's capsule), or None and why property=N
+  // cannot run: set once by the package's __init__.
+  m.def(
+      "set_property_runner",
+      [](py::object capsule, const std::string& why_missing) {
+        if (capsule.is_none()) {
+          grassaudit::set_property_search_runner(nullptr, why_missing);
+          return;
+        }
+        void* p = PyCapsule_GetPointer(capsule.ptr(), "grassaudit._property_runner.search");
+        if (!p) throw py::error_already_set();
+        grassaudit::set_property_search_runner(reinterpret_cast<GaPropertySearch>(p), "");
+      },
+      py::arg("capsule"), py::arg("why_missing") = "");
+  m.def("has_property_search", &grassaudit::has_property_search);
 }

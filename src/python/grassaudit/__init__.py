@@ -14,6 +14,12 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import torch
 
 from . import _engine
+
+try:  # the property search's RapidCheck runner: its own module (src/python/setup.py says why)
+    from . import _property_runner
+    _engine.set_property_runner(_property_runner.search)
+except ImportError as e:
+    _engine.set_property_runner(None, f"the package was built without its RapidCheck runner: {e}")
 from ._adapter import ModuleAdapter
 from ._preserve import preserved
 
