@@ -18,6 +18,7 @@
 #include "audit/property_runner.h"
 #include "core/rng_guard.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 namespace grassaudit {
 namespace {
@@ -124,7 +125,7 @@ class CaseChecker {
       // run_alone does: BatchNorm in train mode refuses a batch of one.
       y = x.size(0) == 1 ? target_.forward(as_pair(x)).narrow(0, 0, 1) : target_.forward(x);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("property search: the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
+      throw InputError(fmt::format("the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
                                    e.what()));
     }
     if (y.dim() < 2 || y.size(0) != x.size(0) || y.size(1) != x.size(1) || !at::isFloatingType(y.scalar_type()))
@@ -272,12 +273,26 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   }
   target.to_dtype(own, nullptr);
   target.set_train(was_training);
-  if (error) std::rethrow_exception(error);
-  if (outcome < 0) throw std::runtime_error(runner_error);
+  // A case the model cannot run (a drawn length or batch size it refuses, NaN outputs) ends the
+  // search with a note; the audit's answer stands. Anything not a std::exception (the Python
+  // package's KeyboardInterrupt) ends the audit.
+  std::string stopped;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      stopped = first_meaningful_line(e.what());
+    }
+  }
+  if (outcome < 0 && stopped.empty()) stopped = runner_error;
   for (const auto& n : prec.notes())  // the main audit may have said the same already
     if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) r.notes.push_back(n);
-  if (outcome != 1 || !last_failure) {
-    r.notes.push_back(fmt::format("property search: {} cases passed ({})", cases, precision));
+  if (!stopped.empty())
+    r.notes.push_back(fmt::format("property search stopped early: {} ({})", stopped,
+                                  last_failure ? "the counterexample is the smallest failing case found before"
+                                               : "no case had failed before"));
+  if (!last_failure) {
+    if (stopped.empty()) r.notes.push_back(fmt::format("property search: {} cases passed ({})", cases, precision));
     return;
   }
   const Failure& f = *last_failure;

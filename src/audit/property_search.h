@@ -19,9 +19,9 @@
 namespace grassaudit {
 
 // Runs after run_causality_audit on the same target (r: its result, updated in place: the
-// counterexample, a violation of its kind if the audit had not found one, the verdict).
-// Throws InputError when the model cannot run at a drawn length or batch size.
-// Throws InputError, before any probe, when no runner is set.
+// counterexample, a violation of its kind if the audit had not found one, the verdict). A case
+// the model cannot run (a drawn length or batch size, NaN outputs) ends the search with a note,
+// not the audit. Throws InputError, before any probe, when no runner is set.
 void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t cases, AuditResult& r);
 
 // The RapidCheck runner the search draws its cases with (audit/property_runner.h): the CLI links
