@@ -7,9 +7,15 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <fmt/format.h>
 
+#include <immintrin.h>
+
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
+
+#include "core/cpu_features.h"
 
 namespace grassaudit {
 namespace {
@@ -58,34 +64,134 @@ struct MulType<c10::BFloat16> {
   using type = float;
 };
 
-constexpr int64_t kGrain = 16384;  // elements per parallel task: hashing is ~1-2 ns an element
+constexpr int64_t kGrain = 16384;  // elements per parallel task
 
-// x [n] contiguous -> out [n], mask [n] (uint8, 1 = kept). out = x * (mask * scale), as ATen's
-// x * noise (so inf * dropped = NaN there too); the multiply loops are branch-free.
+// mask [n]: element i (global index first + i) kept (1) or dropped (0), one element at a time.
+void mask_scalar(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold) {
+  uint64_t pair = ~uint64_t{0}, hash = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t index = first + static_cast<uint64_t>(i);
+    if ((index >> 1) != pair) {
+      pair = index >> 1;
+      hash = splitmix64(seed, pair);
+    }
+    mask[i] = element_bits(hash, index) >= threshold;
+  }
+}
+
+#define GRASSAUDIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+// The same mask, 16 elements (8 hashes) per step: the 8 splitmix64 outputs of consecutive pairs
+// read as 16 uint32 lanes are the elements' 32-bit halves in element order (low half = even
+// index), so one unsigned compare decides 16 elements. threshold < 2^32 (the caller's check).
+GRASSAUDIT_AVX512 void mask_avx512(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold) {
+  int64_t i = 0;
+  if (n > 0 && (first & 1)) {  // an odd first element: the high half of its pair, alone
+    mask_scalar(mask, 1, seed, first, threshold);
+    i = 1;
+  }
+  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i gamma = _mm512_set1_epi64(static_cast<long long>(kGamma));
+  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(0xbf58476d1ce4e5b9ULL));
+  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(0x94d049bb133111ebULL));
+  const __m512i vseed = _mm512_set1_epi64(static_cast<long long>(seed));
+  const __m512i thr = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(threshold)));
+  const __m128i one = _mm_set1_epi8(1);
+  for (; i + 16 <= n; i += 16) {
+    const uint64_t pair0 = (first + static_cast<uint64_t>(i)) >> 1;  // even global index here
+    const __m512i counter = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(pair0 + 1)), lanes);
+    __m512i z = _mm512_add_epi64(vseed, _mm512_mullo_epi64(counter, gamma));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
+    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    const __mmask16 kept = _mm512_cmpge_epu32_mask(z, thr);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(mask + i), _mm_maskz_mov_epi8(kept, one));
+  }
+  if (i < n) mask_scalar(mask + i, n - i, seed, first + static_cast<uint64_t>(i), threshold);
+}
+
+bool cpu_runs_avx512_masks() {
+  static const bool yes = [] {
+    const CpuFeatures f = detect_cpu_features();
+    return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.os_zmm;
+  }();
+  return yes;
+}
+
+void fill_mask(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold, DropoutMaskKernel kernel) {
+  const bool simd = kernel == DropoutMaskKernel::kAuto && threshold <= std::numeric_limits<uint32_t>::max() &&
+                    cpu_runs_avx512_masks();
+  if (simd)
+    mask_avx512(mask, n, seed, first, threshold);
+  else
+    mask_scalar(mask, n, seed, first, threshold);
+}
+
+// out [n] = x [n] * (mask [n] * scale), multiplied in M (float for bf16) and rounded once, as
+// ATen's x * noise (so inf * dropped = NaN there too). One element at a time.
+template <typename T, typename M = typename MulType<T>::type>
+void apply_mask_scalar(const T* x, const uint8_t* mask, T* out, int64_t n, M scale) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<M>(x[i]) * (static_cast<M>(mask[i]) * scale));
+}
+
+// The same, 16 elements per step: the factor is scale where kept and +0 where dropped (what
+// mask * scale is), the product one IEEE multiply; bf16 is widened exactly and rounded back to
+// nearest-even with NaN as 0x7FC0, c10::BFloat16's own rounding.
+GRASSAUDIT_AVX512 void apply_mask_avx512(const float* x, const uint8_t* mask, float* out, int64_t n, float scale) {
+  const __m512 s = _mm512_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 kept = _mm_test_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + i)),
+                                              _mm_set1_epi8(-1));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), _mm512_maskz_mov_ps(kept, s)));
+  }
+  apply_mask_scalar<float>(x + i, mask + i, out + i, n - i, scale);
+}
+
+GRASSAUDIT_AVX512 void apply_mask_avx512(const c10::BFloat16* x, const uint8_t* mask, c10::BFloat16* out, int64_t n,
+                                         float scale) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), nan = _mm512_set1_epi32(0x7FC0);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 kept = _mm_test_epi8_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + i)),
+                                              _mm_set1_epi8(-1));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m512 xf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+    const __m512 r = _mm512_mul_ps(xf, _mm512_maskz_mov_ps(kept, s));
+    const __m512i u = _mm512_castps_si512(r);
+    __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
+    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q), nan);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(rounded));
+  }
+  apply_mask_scalar<c10::BFloat16>(x + i, mask + i, out + i, n - i, scale);
+}
+
+template <typename T, typename M = typename MulType<T>::type>
+void apply_mask(const T* x, const uint8_t* mask, T* out, int64_t n, M scale,
+                DropoutMaskKernel kernel = DropoutMaskKernel::kAuto) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, c10::BFloat16>) {
+    if (kernel == DropoutMaskKernel::kAuto && cpu_runs_avx512_masks()) return apply_mask_avx512(x, mask, out, n, scale);
+  }
+  apply_mask_scalar<T>(x, mask, out, n, scale);
+}
+
+// x [n] contiguous -> out [n], mask [n] (uint8, 1 = kept): out = x * (mask * scale).
 template <typename T, typename M = typename MulType<T>::type>
 void forward_kernel(const T* x, T* out, uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold,
                     M scale) {
   at::parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
-    uint64_t pair = ~uint64_t{0}, hash = 0;
-    for (int64_t i = i0; i < i1; ++i) {
-      const uint64_t index = first + static_cast<uint64_t>(i);
-      if ((index >> 1) != pair) {
-        pair = index >> 1;
-        hash = splitmix64(seed, pair);
-      }
-      mask[i] = element_bits(hash, index) >= threshold;
-    }
-    for (int64_t i = i0; i < i1; ++i) out[i] = static_cast<T>(static_cast<M>(x[i]) * (static_cast<M>(mask[i]) * scale));
+    fill_mask(mask + i0, i1 - i0, seed, first + static_cast<uint64_t>(i0), threshold, DropoutMaskKernel::kAuto);
+    apply_mask<T>(x + i0, mask + i0, out + i0, i1 - i0, scale);
   });
 }
 
 // grad_out [n], mask [n] -> grad_in [n] = grad_out * (mask * scale).
 template <typename T, typename M = typename MulType<T>::type>
 void backward_kernel(const T* g, const uint8_t* mask, T* grad_in, int64_t n, M scale) {
-  at::parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
-      grad_in[i] = static_cast<T>(static_cast<M>(g[i]) * (static_cast<M>(mask[i]) * scale));
-  });
+  at::parallel_for(0, n, kGrain,
+                   [&](int64_t i0, int64_t i1) { apply_mask<T>(g + i0, mask + i0, grad_in + i0, i1 - i0, scale); });
 }
 
 struct HashedDropout : public torch::autograd::Function<HashedDropout> {
@@ -143,6 +249,26 @@ at::Tensor bernoulli_rows_dropout(const at::Tensor& x, double p, int64_t global,
 }
 
 }  // namespace
+
+at::Tensor dropout_mask(int64_t n, double p, uint64_t seed, int64_t first_index, DropoutMaskKernel kernel) {
+  auto mask = at::empty({n}, at::TensorOptions().dtype(at::kByte));
+  fill_mask(mask.data_ptr<uint8_t>(), n, seed, static_cast<uint64_t>(first_index), dropout_threshold(p), kernel);
+  return mask;
+}
+
+at::Tensor apply_dropout_mask(const at::Tensor& x, const at::Tensor& mask, double p, DropoutMaskKernel kernel) {
+  TORCH_CHECK(hashed_kernel_applies(x) && mask.scalar_type() == at::kByte && mask.numel() == x.numel(),
+              "apply_dropout_mask: CPU float32/float64/bf16 x and a uint8 mask of as many elements");
+  const auto xc = x.contiguous();
+  const auto mc = mask.contiguous();
+  auto out = at::empty_like(xc);
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xc.scalar_type(), "apply_dropout_mask", [&] {
+    using mul_t = typename MulType<scalar_t>::type;
+    apply_mask<scalar_t>(xc.data_ptr<scalar_t>(), mc.data_ptr<uint8_t>(), out.data_ptr<scalar_t>(), xc.numel(),
+                         static_cast<mul_t>(1.0 / (1.0 - p)), kernel);
+  });
+  return out;
+}
 
 uint64_t dropout_threshold(double p) {
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument(fmt::format("dropout rate {} is outside [0, 1]", p));

@@ -48,6 +48,15 @@ at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train);
 // x: [n...] (float32/float64), element i has global index first_index + i -> x * keep / (1 - p).
 at::Tensor reference_row_dropout(const at::Tensor& x, double p, uint64_t seed, int64_t first_index);
 
+// The kept (1) / dropped (0) bytes of n elements from global index first_index: the kernel's own
+// mask pass. kAuto: AVX-512 (16 elements per step) where the CPU has it; kScalar: one element at a
+// time. Both give the same bytes (tests/core/test_row_dropout.cpp).
+enum class DropoutMaskKernel { kAuto, kScalar };
+at::Tensor dropout_mask(int64_t n, double p, uint64_t seed, int64_t first_index, DropoutMaskKernel kernel);
+// The kernel's multiply pass: x * (mask * 1 / (1 - p)) in x's dtype (bf16 through float32, rounded
+// once). kAuto: AVX-512 for float32 and bf16 where the CPU has it. Both give the same bits.
+at::Tensor apply_dropout_mask(const at::Tensor& x, const at::Tensor& mask, double p, DropoutMaskKernel kernel);
+
 // Names the mask rule above, for provenance (summary.json) and checkpoints: a run resumed under a
 // different rule continues with other masks (not bit-reproducible across the switch).
 inline constexpr const char* kDropoutMaskRule = "splitmix64-counter-v1";

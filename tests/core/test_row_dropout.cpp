@@ -5,6 +5,10 @@
 // path for other dtypes. Also dist::row_share's split.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -229,6 +233,53 @@ TEST(RowShare, ContiguousCoversEveryRowOnceRankZeroFirst) {
     }
   EXPECT_FALSE(dist::active());  // no env:// variables in a test: a world of one
   EXPECT_EQ(dist::world_size(), 1);
+}
+
+
+// The mask pass, AVX-512 (16 elements per step where the CPU has it) against one element at a
+// time: every length around the 16-element steps, even and odd first indices, indices past 2^32,
+// and a threshold of 2^32 (p within 2^-33 of 1: nothing kept, the scalar path).
+TEST(RowDropout, SimdMaskEqualsTheScalarMask) {
+  for (double p : {0.1, 0.5, 0.9, 1.0 - 1e-11})
+    for (int64_t first : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{15}, int64_t{17}, (int64_t{1} << 33) + 3})
+      for (int64_t n : {0, 1, 2, 15, 16, 17, 31, 32, 33, 47, 1000, 16385}) {
+        const uint64_t seed = 0x1234567890abcdefULL + static_cast<uint64_t>(n);
+        const at::Tensor simd = dropout_mask(n, p, seed, first, DropoutMaskKernel::kAuto);
+        const at::Tensor scalar = dropout_mask(n, p, seed, first, DropoutMaskKernel::kScalar);
+        ASSERT_TRUE(at::equal(simd, scalar)) << "p " << p << " first " << first << " n " << n;
+      }
+  // The scalar mask is the reference rule.
+  const auto ones = at::ones({999}, at::TensorOptions().dtype(at::kDouble));
+  EXPECT_TRUE(at::equal(dropout_mask(999, 0.3, 77, 5, DropoutMaskKernel::kAuto).to(at::kDouble),
+                        reference_row_dropout(ones, 0.3, 77, 5).ne(0).to(at::kDouble)));
+  EXPECT_EQ(dropout_mask(64, 1.0 - 1e-11, 3, 0, DropoutMaskKernel::kAuto).sum().item<int64_t>(), 0);
+}
+
+// The multiply pass, AVX-512 against one element at a time, bit for bit: infinities and NaN (kept
+// or dropped: inf * 0 is NaN), signed zeros, subnormals, and for bf16 the float32 products that
+// round to nearest-even at a tie.
+TEST(RowDropout, SimdMultiplyEqualsTheScalarMultiply) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> special{inf, -inf, nan, -0.0f, 0.0f, 1e-40f, -1e-40f, 3.0e38f, 1.0f, -2.5f};
+  for (uint32_t low : {0x8000u, 0x18000u, 0x7FFFu, 0x8001u}) {  // ties to even, just below / above
+    const uint32_t bits = 0x3F800000u + low;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    special.push_back(f);
+  }
+  at::Tensor x = at::randn({1000});
+  for (size_t i = 0; i < special.size(); ++i) x[static_cast<int64_t>(i * 37)] = special[i];
+  for (double p : {0.1, 0.5}) {
+    const at::Tensor mask = dropout_mask(x.numel(), p, 99, 0, DropoutMaskKernel::kScalar);
+    for (auto dtype : {at::kFloat, at::kBFloat16}) {
+      // bf16: the products of float32 inputs (exact in bf16 or not) round once.
+      const at::Tensor in = dtype == at::kFloat ? x : x.to(at::kBFloat16);
+      const at::Tensor simd = apply_dropout_mask(in, mask, p, DropoutMaskKernel::kAuto);
+      const at::Tensor scalar = apply_dropout_mask(in, mask, p, DropoutMaskKernel::kScalar);
+      const auto as_bits = dtype == at::kFloat ? at::kInt : at::kShort;
+      EXPECT_TRUE(at::equal(simd.view(as_bits), scalar.view(as_bits))) << dtype << " p " << p;
+    }
+  }
 }
 
 }  // namespace
