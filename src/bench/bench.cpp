@@ -87,6 +87,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Stats {
   std::vector<double> ms;
+  std::vector<double> unit;  // the unit rate measured before each timed step (when asked)
   double peak = 0;
 };
 
@@ -114,14 +115,31 @@ double timed(const std::function<void()>& step, Stats& s) {
   return ms;
 }
 
-// Interleaved reps: warm-up every entry, then for each rep run every entry once.
-std::vector<Stats> run_interleaved(const std::vector<std::function<void()>>& steps, int warmup, int reps) {
+// Interleaved reps: warm-up every entry, then for each rep run every entry once (each step
+// preceded by a measurement of the unit rate when `unit` is given).
+std::vector<Stats> run_interleaved(const std::vector<std::function<void()>>& steps, int warmup, int reps,
+                                   const std::function<double()>& unit = {}) {
   for (const auto& step : steps)
     for (int i = 0; i < warmup; ++i) step();
   std::vector<Stats> stats(steps.size());
   for (int r = 0; r < reps; ++r)
-    for (size_t k = 0; k < steps.size(); ++k) timed(steps[k], stats[k]);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      if (unit) stats[k].unit.push_back(unit());
+      timed(steps[k], stats[k]);
+    }
   return stats;
+}
+
+// The median over reps of (flops / step seconds) / the unit rate measured before that step.
+// Reads s.ms in rep order: call before fill_timing sorts it.
+double median_fraction_beside(const Stats& s, double flops) {
+  std::vector<double> f;
+  for (size_t i = 0; i < s.ms.size() && i < s.unit.size(); ++i)
+    if (s.unit[i] > 0 && s.ms[i] > 0) f.push_back(flops / (s.ms[i] / 1e3) / 1e9 / s.unit[i]);
+  if (f.empty()) return 0;
+  std::sort(f.begin(), f.end());
+  const size_t n = f.size();
+  return n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
 }
 
 }  // namespace
@@ -286,15 +304,16 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
   std::vector<Stats> stats;
   if (o.midway) {
     const int first = o.reps / 2;
-    stats = run_interleaved(steps, o.warmup, first);
+    stats = run_interleaved(steps, o.warmup, first, o.unit_rate);
     for (size_t k = 0; k < entries.size(); ++k) o.midway(k, entries[k]->model);
-    auto rest = run_interleaved(steps, 0, o.reps - first);
+    auto rest = run_interleaved(steps, 0, o.reps - first, o.unit_rate);
     for (size_t k = 0; k < entries.size(); ++k) {
       stats[k].ms.insert(stats[k].ms.end(), rest[k].ms.begin(), rest[k].ms.end());
+      stats[k].unit.insert(stats[k].unit.end(), rest[k].unit.begin(), rest[k].unit.end());
       stats[k].peak = std::max(stats[k].peak, rest[k].peak);
     }
   } else {
-    stats = run_interleaved(steps, o.warmup, o.reps);
+    stats = run_interleaved(steps, o.warmup, o.reps, o.unit_rate);
   }
   std::vector<BenchTiming> out;
   for (size_t k = 0; k < entries.size(); ++k) {
@@ -309,6 +328,8 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
     t.reps = o.reps;
     t.warmup = o.warmup;
     t.flops_per_step = training_step_flops(e.cfg, o.batch, t.seq_len);
+    t.unit_gflops_beside = stats[k].unit;
+    t.fraction_beside = median_fraction_beside(stats[k], t.flops_per_step);
     fill_timing(t, stats[k], o.batch * t.seq_len);
     if (o.profile_ops) {  // after the timings, so profiling cannot disturb them
       t.profile = profile_ops(steps[k]);
@@ -340,6 +361,10 @@ nlohmann::json to_json(const BenchTiming& t) {
   if (t.flops_per_step > 0) {
     j["flops_per_step"] = t.flops_per_step;
     j["achieved_gflops"] = t.flops_per_step / (t.ms_median / 1e3) / 1e9;
+  }
+  if (!t.unit_gflops_beside.empty()) {
+    j["gemm_gflops_beside_steps"] = t.unit_gflops_beside;
+    j["fraction_of_gemm_beside_steps"] = t.fraction_beside;
   }
   return j;
 }

@@ -38,6 +38,12 @@ struct BenchTiming {
   int64_t loss_chunk = 0;      // model benchmark, fused: tokens per head chunk
   bool has_profile = false;    // --profile-ops: one extra step under the op profiler
   OpProfile profile;
+  // Model benchmark: the machine's fastest GEMM rate (GFLOP/s, the larger of sgemm and bf16 GEMM
+  // where bf16 is timed) measured just before each timed step, and the median over the reps of
+  // each step's achieved rate over the rate measured beside it: a ratio whose two figures share
+  // the machine's state of the moment (these machines' speed drifts between minutes).
+  std::vector<double> unit_gflops_beside;
+  double fraction_beside = 0;
 };
 
 struct LayerBenchOptions {
@@ -62,6 +68,9 @@ struct ModelBenchOptions {
   // autocast, as train --precision bf16; weights, gradients and AdamW in float32).
   std::vector<std::string> precisions{"fp32"};
   bool profile_ops = false;  // after the timed reps, profile one more step of every entry
+  // Optional: the fastest GEMM rate (GFLOP/s), measured before each timed step (BenchTiming's
+  // unit_gflops_beside, fraction_beside).
+  std::function<double()> unit_rate;
   // Optional: called once per model halfway through the timed reps (after reps / 2 steps of
   // every model), with the model being benchmarked. --audit-cost times a gate audit here, so
   // the audit and the steps it is compared with share the machine's state of the moment.
