@@ -24,6 +24,7 @@
 #include "core/cpu_features.h"
 #include "core/runtime.h"
 #include "core/token_mixer.h"
+#include "train/fused_adamw.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -272,8 +273,11 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
         at::manual_seed(0);
         e->model = LanguageModel(e->cfg);
         e->model->train();
-        e->opt = std::make_unique<torch::optim::AdamW>(
-            e->model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
+        const auto adamw = torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay);
+        if (e->precision == "bf16")  // as the trainer: the bf16 path's fused AdamW
+          e->opt = std::make_unique<FusedAdamW>(e->model->parameters(), adamw);
+        else
+          e->opt = std::make_unique<torch::optim::AdamW>(e->model->parameters(), adamw);
         auto data = at::randint(0, e->cfg.vocab_size, {o.batch, e->cfg.max_len + 1}, at::kLong);
         e->inp = data.narrow(1, 0, e->cfg.max_len).contiguous();
         e->tgt = data.narrow(1, 1, e->cfg.max_len).contiguous();

@@ -12,6 +12,7 @@
 
 #include "core/distributed.h"
 #include "core/torch_compat.h"
+#include "train/fused_adamw.h"
 #include "train/interrupt.h"
 #include "train/schedule.h"
 #include "util/error.h"
@@ -80,6 +81,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(s.weight_decay));
   groups.emplace_back(no_decay, options(0.0));
+  if (s.fused) return std::make_unique<FusedAdamW>(groups, *options(s.weight_decay));
   return std::make_unique<torch::optim::AdamW>(groups, *options(s.weight_decay));
 }
 

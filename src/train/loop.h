@@ -61,6 +61,9 @@ void restore_metrics_log(const std::string& path, const std::optional<LogExtent>
 // biases and LayerNorm gains (the GPT-2 / nanoGPT split).
 struct AdamWSettings {
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.98, eps = 1e-8, weight_decay = 0.01;
+  // FusedAdamW (train/fused_adamw.h): one pass a parameter, float32 rounding apart from LibTorch's
+  // op sequence. The CPU bf16 path takes it; fp32 keeps LibTorch's AdamW bit for bit.
+  bool fused = false;
 };
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const AdamWSettings& s);
 // Moves the optimizer's moments to `device` (after loading a CPU checkpoint; a no-op on CPU).

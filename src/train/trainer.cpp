@@ -610,7 +610,8 @@ TrainOutcome run_training(const TrainRequest& req) {
   if (req.print_banner && device.is_cuda()) std::cerr << cuda_math_description(req.precision) << "\n";
   if (req.print_banner && !device.is_cuda() && req.precision == CudaPrecision::kBf16)
     std::cerr << "CPU math: bf16 (native): the training forward and loss under CPU bf16 autocast (GEMMs in bf16, "
-                 "weights, gradients and AdamW in float32); evaluation in float32, the audit gate in float32/float64\n";
+                 "weights, gradients and AdamW in float32, AdamW fused); evaluation in float32, the audit gate in "
+                 "float32/float64\n";
   record_config(run, paths);
 
   const TrainConfig& t = run.train;
@@ -623,7 +624,9 @@ TrainOutcome run_training(const TrainRequest& req) {
   }
   model->to(device);
   model->train();
-  auto optimizer = make_adamw(*model, adamw_settings(t));
+  AdamWSettings adamw = adamw_settings(t);
+  adamw.fused = !device.is_cuda() && req.precision == CudaPrecision::kBf16;  // fp32: LibTorch's AdamW, bit for bit
+  auto optimizer = make_adamw(*model, adamw);
   if (run.resuming) {
     load_optimizer_and_rng(req.resume, *optimizer);  // also the global CPU RNG state (dropout)
     move_optimizer_state(*optimizer, device);
