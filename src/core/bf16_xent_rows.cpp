@@ -54,16 +54,14 @@ float row_scalar(uint16_t* z, int64_t V, int64_t t, float c, bool want_grad, flo
   return loss;
 }
 
-#define GRASSAUDIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
 // 16 bf16 values (lanes outside m read as 0) -> float32.
-GRASSAUDIT_AVX512 inline __m512 load_bf16(const uint16_t* p, __mmask16 m) {
+GRASSAUDIT_AVX512_KERNEL inline __m512 load_bf16(const uint16_t* p, __mmask16 m) {
   const __m256i h = _mm256_maskz_loadu_epi16(m, p);
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 // 16 float32 -> bf16 bits (nearest even, NaN as 0x7FC0), stored to the lanes in m.
-GRASSAUDIT_AVX512 inline void store_bf16(uint16_t* p, __m512 x, __mmask16 m) {
+GRASSAUDIT_AVX512_KERNEL inline void store_bf16(uint16_t* p, __m512 x, __mmask16 m) {
   const __m512i bits = _mm512_castps_si512(x);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
@@ -74,7 +72,7 @@ GRASSAUDIT_AVX512 inline void store_bf16(uint16_t* p, __m512 x, __mmask16 m) {
 // exp(x) for x <= 0 (Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, a degree-7 polynomial in r,
 // then 2^n by scalef, which flushes to 0 below the smallest float). NaN stays NaN: max's second
 // operand is returned when either is NaN.
-GRASSAUDIT_AVX512 inline __m512 exp_nonpositive(__m512 x) {
+GRASSAUDIT_AVX512_KERNEL inline __m512 exp_nonpositive(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -92,7 +90,7 @@ GRASSAUDIT_AVX512 inline __m512 exp_nonpositive(__m512 x) {
 
 // row_scalar's function, 16 columns at a time; the sum is kept in 16 lanes and reduced in a fixed
 // order at the end.
-GRASSAUDIT_AVX512 float row_avx512(uint16_t* z, int64_t V, int64_t t, float c, bool want_grad, float* scratch) {
+GRASSAUDIT_AVX512_KERNEL float row_avx512(uint16_t* z, int64_t V, int64_t t, float c, bool want_grad, float* scratch) {
   const int64_t full = V / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (V - full)) - 1u);
   __m512 mx = _mm512_set1_ps(-INFINITY);
@@ -122,14 +120,6 @@ GRASSAUDIT_AVX512 float row_avx512(uint16_t* z, int64_t V, int64_t t, float c, b
   return loss;
 }
 
-bool cpu_runs_avx512_rows() {
-  static const bool ok = [] {
-    const CpuFeatures f = detect_cpu_features();
-    return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.os_zmm;
-  }();
-  return ok;
-}
-
 }  // namespace
 
 at::Tensor bf16_xent_rows(const at::Tensor& logits, const at::Tensor& targets, const at::Tensor& coef,
@@ -153,7 +143,7 @@ at::Tensor bf16_xent_rows(const at::Tensor& logits, const at::Tensor& targets, c
   auto* z = reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>());
   auto loss = at::empty({n}, logits.options().dtype(at::kFloat));
   float* lp = loss.data_ptr<float>();
-  const bool simd = kernel == Bf16XentKernel::kAuto && cpu_runs_avx512_rows();
+  const bool simd = kernel == Bf16XentKernel::kAuto && cpu_runs_avx512_kernels();
   // One row is tens of thousands of exponentials: a task of a single row is already coarse enough.
   at::parallel_for(0, n, 1, [&](int64_t r0, int64_t r1) {
     std::vector<float> scratch(static_cast<size_t>(V));

@@ -98,4 +98,12 @@ bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why) {
   return false;
 }
 
+bool cpu_runs_avx512_kernels() {
+  static const bool yes = [] {
+    const CpuFeatures f = detect_cpu_features();
+    return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.os_zmm;
+  }();
+  return yes;
+}
+
 }  // namespace grassaudit

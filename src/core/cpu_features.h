@@ -37,4 +37,9 @@ std::optional<std::string> openblas_core_upgrade(const std::string& reported, co
 // CPU needs. `why` gets one line when not.
 bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why);
 
+// The hand-written AVX-512 kernels (bf16 loss rows, dropout, fused AdamW) are compiled with this
+// target and run where cpu_runs_avx512_kernels(): AVX-512 F/BW/VL/DQ, OS-enabled. Detected once.
+#define GRASSAUDIT_AVX512_KERNEL __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+bool cpu_runs_avx512_kernels();
+
 }  // namespace grassaudit

@@ -79,12 +79,10 @@ void mask_scalar(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64
   }
 }
 
-#define GRASSAUDIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
 // The same mask, 16 elements (8 hashes) per step: the 8 splitmix64 outputs of consecutive pairs
 // read as 16 uint32 lanes are the elements' 32-bit halves in element order (low half = even
 // index), so one unsigned compare decides 16 elements. threshold < 2^32 (the caller's check).
-GRASSAUDIT_AVX512 void mask_avx512(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold) {
+GRASSAUDIT_AVX512_KERNEL void mask_avx512(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold) {
   int64_t i = 0;
   if (n > 0 && (first & 1)) {  // an odd first element: the high half of its pair, alone
     mask_scalar(mask, 1, seed, first, threshold);
@@ -110,17 +108,9 @@ GRASSAUDIT_AVX512 void mask_avx512(uint8_t* mask, int64_t n, uint64_t seed, uint
   if (i < n) mask_scalar(mask + i, n - i, seed, first + static_cast<uint64_t>(i), threshold);
 }
 
-bool cpu_runs_avx512_masks() {
-  static const bool yes = [] {
-    const CpuFeatures f = detect_cpu_features();
-    return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.os_zmm;
-  }();
-  return yes;
-}
-
 void fill_mask(uint8_t* mask, int64_t n, uint64_t seed, uint64_t first, uint64_t threshold, DropoutMaskKernel kernel) {
   const bool simd = kernel == DropoutMaskKernel::kAuto && threshold <= std::numeric_limits<uint32_t>::max() &&
-                    cpu_runs_avx512_masks();
+                    cpu_runs_avx512_kernels();
   if (simd)
     mask_avx512(mask, n, seed, first, threshold);
   else
@@ -137,7 +127,7 @@ void apply_mask_scalar(const T* x, const uint8_t* mask, T* out, int64_t n, M sca
 // The same, 16 elements per step: the factor is scale where kept and +0 where dropped (what
 // mask * scale is), the product one IEEE multiply; bf16 is widened exactly and rounded back to
 // nearest-even with NaN as 0x7FC0, c10::BFloat16's own rounding.
-GRASSAUDIT_AVX512 void apply_mask_avx512(const float* x, const uint8_t* mask, float* out, int64_t n, float scale) {
+GRASSAUDIT_AVX512_KERNEL void apply_mask_avx512(const float* x, const uint8_t* mask, float* out, int64_t n, float scale) {
   const __m512 s = _mm512_set1_ps(scale);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -148,7 +138,7 @@ GRASSAUDIT_AVX512 void apply_mask_avx512(const float* x, const uint8_t* mask, fl
   apply_mask_scalar<float>(x + i, mask + i, out + i, n - i, scale);
 }
 
-GRASSAUDIT_AVX512 void apply_mask_avx512(const c10::BFloat16* x, const uint8_t* mask, c10::BFloat16* out, int64_t n,
+GRASSAUDIT_AVX512_KERNEL void apply_mask_avx512(const c10::BFloat16* x, const uint8_t* mask, c10::BFloat16* out, int64_t n,
                                          float scale) {
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), nan = _mm512_set1_epi32(0x7FC0);
@@ -172,7 +162,7 @@ template <typename T, typename M = typename MulType<T>::type>
 void apply_mask(const T* x, const uint8_t* mask, T* out, int64_t n, M scale,
                 DropoutMaskKernel kernel = DropoutMaskKernel::kAuto) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, c10::BFloat16>) {
-    if (kernel == DropoutMaskKernel::kAuto && cpu_runs_avx512_masks()) return apply_mask_avx512(x, mask, out, n, scale);
+    if (kernel == DropoutMaskKernel::kAuto && cpu_runs_avx512_kernels()) return apply_mask_avx512(x, mask, out, n, scale);
   }
   apply_mask_scalar<T>(x, mask, out, n, scale);
 }

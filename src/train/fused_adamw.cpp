@@ -41,9 +41,7 @@ void update_scalar(float* p, const float* g, float* m, float* v, int64_t n, cons
   for (int64_t i = 0; i < n; ++i) update_one(p[i], g[i], m[i], v[i], c);
 }
 
-#define GRASSAUDIT_AVX512 __attribute__((target("avx512f")))
-
-GRASSAUDIT_AVX512 void update_avx512(float* p, const float* g, float* m, float* v, int64_t n,
+GRASSAUDIT_AVX512_KERNEL void update_avx512(float* p, const float* g, float* m, float* v, int64_t n,
                                      const AdamWCoefficients& c) {
   const __m512 decay = _mm512_set1_ps(c.decay), b1 = _mm512_set1_ps(c.beta1), c1 = _mm512_set1_ps(c.one_minus_beta1),
                b2 = _mm512_set1_ps(c.beta2), c2 = _mm512_set1_ps(c.one_minus_beta2),
@@ -61,14 +59,6 @@ GRASSAUDIT_AVX512 void update_avx512(float* p, const float* g, float* m, float* 
     _mm512_storeu_ps(p + i, _mm512_fmadd_ps(step, _mm512_div_ps(mi, denom), pi));
   }
   update_scalar(p + i, g + i, m + i, v + i, n - i, c);
-}
-
-bool cpu_runs_avx512() {
-  static const bool yes = [] {
-    const CpuFeatures f = detect_cpu_features();
-    return f.avx512f && f.os_zmm;
-  }();
-  return yes;
 }
 
 // LibTorch's AdamW::step for one parameter, op for op (the parameters the fused pass does not take).
@@ -105,7 +95,7 @@ bool fusable(const at::Tensor& p, const at::Tensor& grad, const torch::optim::Ad
 
 void fused_adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWCoefficients& c) {
   at::parallel_for(0, n, 16384, [&](int64_t i0, int64_t i1) {
-    if (cpu_runs_avx512())
+    if (cpu_runs_avx512_kernels())
       update_avx512(p + i0, g + i0, m + i0, v + i0, i1 - i0, c);
     else
       update_scalar(p + i0, g + i0, m + i0, v + i0, i1 - i0, c);
