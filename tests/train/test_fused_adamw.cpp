@@ -69,6 +69,29 @@ TEST(FusedAdamW, CheckpointsLoadIntoLibTorchAdamW) {
     EXPECT_LT((b[i] - c[i]).abs().max().item<double>(), 1e-5 * b[i].abs().max().item<double>());
 }
 
+TEST(FusedAdamW, ItsOwnCheckpointResumesItsState) {
+  // A resumed FusedAdamW must find the loaded moments under its keys (a key it formats unlike
+  // LibTorch would start every parameter from zero moments, silently).
+  auto b = params(4);
+  FusedAdamW fused(b, options());
+  for (int step = 0; step < 3; ++step) {
+    set_grads(b, step);
+    fused.step();
+  }
+  std::stringstream buffer;
+  torch::save(fused, buffer);
+  auto c = params(4);
+  for (size_t i = 0; i < b.size(); ++i) c[i].detach().copy_(b[i].detach());
+  FusedAdamW resumed(c, options());
+  torch::load(resumed, buffer);
+  set_grads(b, 3);
+  set_grads(c, 3);
+  fused.step();
+  resumed.step();
+  EXPECT_EQ(resumed.state().size(), c.size());  // no fresh state next to the loaded one
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(at::equal(b[i], c[i])) << "parameter " << i;
+}
+
 TEST(FusedAdamW, VectorLoopEqualsOneElementAtATime) {
   // n = 16 * 3 + 5: the AVX-512 body and its scalar tail; the thread split moves the tail.
   const int64_t n = 53;
