@@ -6,6 +6,7 @@
 #      files, python3's torch (with CUDA), the CUDA compiler LibTorch's CMake config needs, cmake,
 #      a C++ compiler;
 #   2. unpacks the carried .deb files (fmt, Boost.Program_options, nlohmann-json, utf8proc, zlib,
+#      RapidCheck (the audit's property search links it),
 #      pkgconf) into DEPS and makes that tree relocatable;
 #   3. configures and builds the CLI against the LibTorch inside python3's PyTorch (CUDA), with all
 #      cores, in BUILD_DIR (ignored by git, so a warm machine's second call rebuilds nothing);
@@ -91,7 +92,8 @@ cd "$ROOT"
 
 die() { echo "gpu-run: error: $*" >&2; exit 2; }
 DEB_PACKAGES="libfmt-dev libfmt9 libboost-program-options1.74-dev libboost-program-options1.74.0
-  libboost1.74-dev nlohmann-json3-dev libutf8proc-dev libutf8proc2 zlib1g-dev zlib1g pkgconf-bin libpkgconf3"
+  libboost1.74-dev nlohmann-json3-dev libutf8proc-dev libutf8proc2 zlib1g-dev zlib1g pkgconf-bin libpkgconf3
+  librapidcheck-dev"
 
 # ---------------------------------------------------------------------------------------------
 # --prepare: run here, not on the device.
@@ -235,6 +237,9 @@ EOF
   fi
   # Keep libtorch_cuda.so (referenced by no symbol of ours) in DT_NEEDED under --as-needed.
   TORCH_ARGS+=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,--no-as-needed")
+  # No ONNX reader: Debian's libonnx needs Debian's libprotobuf, which would share the process
+  # with the protobuf built into pip's libtorch; the runs here train and audit, they read no .onnx.
+  TORCH_ARGS+=(-DGRASSAUDIT_ONNX=OFF)
 fi
 
 mkdir -p "$OUT" "$WORK/runs"

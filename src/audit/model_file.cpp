@@ -5,10 +5,14 @@
 
 #include <fstream>
 
+#ifndef GRASSAUDIT_NO_ONNX
 #include <onnx/onnx_pb.h>
+#endif
 
 #include "audit/exported_program_target.h"
+#ifndef GRASSAUDIT_NO_ONNX
 #include "audit/onnx/onnx_target.h"
+#endif
 #include "audit/torchscript_target.h"
 #include "audit/zip_reader.h"
 #include "util/atomic_file.h"
@@ -31,12 +35,14 @@ std::string format_of(const std::string& path, std::string* other_zip) {
     // ir_version (field 1, varint: the byte 0x08) is one, damaged or not; a model without
     // ir_version is one when it parses as a ModelProto with a graph.
     if (magic[0] == 0x08) return "onnx";
+#ifndef GRASSAUDIT_NO_ONNX
     const unsigned char b = static_cast<unsigned char>(magic[0]);
     if ((b & 7) == 2 && (b >> 3) >= 2 && (b >> 3) <= 8) {
       onnx::ModelProto m;
       const std::string bytes = read_file(path);
       if (m.ParseFromString(bytes) && m.has_graph() && m.graph().node_size()) return "onnx";
     }
+#endif
     return "";
   }
   std::optional<ZipReader> zip;
@@ -79,7 +85,13 @@ std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const 
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
   std::string other_zip;
   const std::string format = format_of(path, &other_zip);
+#ifndef GRASSAUDIT_NO_ONNX
   if (format == "onnx") return std::make_unique<OnnxTarget>(path, inputs, time_axis, feature_scale, streaming);
+#else
+  if (format == "onnx")
+    throw InputError(fmt::format("{}: an ONNX model, and this grassaudit was built without its ONNX reader "
+                                 "(-DGRASSAUDIT_ONNX=OFF); use a build with libonnx-dev", path));
+#endif
   if (streaming.active())
     throw InputError(fmt::format("{}: --state is for streaming ONNX models (this file is {})", path,
                                  format.empty() ? "not one" : format));
