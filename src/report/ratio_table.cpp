@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report/best_epoch.h"
 #include "report/format.h"
 #include "report/labels.h"
 #include "report/limitations.h"
@@ -178,7 +179,14 @@ std::string limits_text(const SeedGroup* t, const SeedGroup* g) {
   for (const SeedGroup* s : {t, g}) {
     if (s && s->first().epochs) epochs = epochs ? std::min(*epochs, *s->first().epochs) : *s->first().epochs;
   }
-  if (epochs) parts.push_back(epochs_phrase(*epochs));
+  // Runs stopped by a time budget can end at different epochs: a ratio across them says so.
+  if (t && g && t->first().epochs && g->first().epochs &&
+      fmt_epochs(*t->first().epochs) != fmt_epochs(*g->first().epochs)) {
+    parts.push_back(model_word(*t->first().family) + " " + epochs_phrase(*t->first().epochs) + ", " +
+                    model_word(*g->first().family) + " " + epochs_phrase(*g->first().epochs));
+  } else if (epochs) {
+    parts.push_back(epochs_phrase(*epochs));
+  }
   if (t && g && t->runs.size() == g->runs.size()) {
     parts.push_back(seeds_phrase(t->runs.size()) + " each");
   } else {
@@ -224,7 +232,14 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     if (a.norm == "pre") row.setting += ", pre-norm";
     if (precision_label(a) != "fp32") row.setting += ", " + precision_label(a);
     if (a.patience > 0) {
-      row.setting += ", to the best epoch (patience " + std::to_string(a.patience) + ")";
+      // Early stopping is the setting; "to the best epoch" only once every member has got there.
+      bool at_best = true;
+      for (const SeedGroup* s : {t, g}) {
+        for (const RunRecord* r : s ? s->runs : std::vector<const RunRecord*>{}) at_best = at_best && reached_best_epoch(*r);
+      }
+      row.setting += at_best ? ", to the best epoch (patience " + std::to_string(a.patience) + ")"
+                             : ", early stopping (patience " + std::to_string(a.patience) +
+                                   ") but stopped before the best epoch (time budget)";
     }
     row.transformer_ppl = t ? group_valid_cell(*t) : "-";
     row.grassmann_ppl = g ? group_valid_cell(*g) : "-";

@@ -146,6 +146,21 @@ TEST(ReportBestEpoch, RatioTableKeepsBudgetRunsApartFromBestEpochRuns) {
   EXPECT_EQ(ours, 2);
 }
 
+TEST(ReportBestEpoch, RatioTableSaysWhenRunsStoppedBeforeTheirBestEpoch) {
+  // Both still improving when their time budget ran out, at different epochs.
+  const std::vector<RunRecord> runs = {attention(95.0, 9, 9, "time_budget"), past(128.0, 8, 8, "time_budget")};
+  int ours = 0;
+  for (const auto& row : ratio_rows(pub(), runs)) {
+    if (row.origin != RowOrigin::kOurs) continue;
+    ++ours;
+    ASSERT_TRUE(row.ratio_value);
+    EXPECT_EQ(row.setting.find("to the best epoch (patience"), std::string::npos) << row.setting;
+    EXPECT_NE(row.setting.find("stopped before the best epoch (time budget)"), std::string::npos) << row.setting;
+    EXPECT_NE(row.ratio.find("Transformer 9 epochs, Grassmann 8 epochs"), std::string::npos) << row.ratio;
+  }
+  EXPECT_EQ(ours, 1);
+}
+
 TEST(ReportBestEpoch, LearningCurvesPlotOurRunsBesideThePublishedPoints) {
   const std::vector<RunRecord> runs = {attention(150.0, 10, 13, "patience")};
   const FigurePlan plan = plan_figures(runs, {}, pub());
