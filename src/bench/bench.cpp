@@ -356,6 +356,7 @@ nlohmann::json to_json(const BenchTiming& t) {
                    {"blas_core_source", blas_core_source()},
                    {"peak_rss_mb", t.peak_rss_mb},
                    {"machine", t.machine},
+                   {"cpu_units", cpu_matrix_units(detect_cpu_features())},
                    {"reps", t.reps},
                    {"warmup", t.warmup}};
   if (!t.loss_impl.empty()) j["loss_impl"] = t.loss_impl;

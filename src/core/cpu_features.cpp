@@ -88,6 +88,23 @@ std::optional<std::string> openblas_core_upgrade(const std::string& reported, co
   return best;
 }
 
+std::string cpu_matrix_units(const CpuFeatures& f) {
+  std::string out;
+  const auto add = [&out](const char* unit) { out += (out.empty() ? "" : ", ") + std::string(unit); };
+  if (f.os_ymm && f.avx2 && f.fma) add("AVX2+FMA");
+  const bool avx512 = f.os_zmm && f.avx512f;
+  if (avx512) add("AVX-512");
+  if (avx512 && f.avx512_bf16) add("AVX512_BF16");
+  if (f.amx_tile && f.amx_bf16 && f.os_amx) {
+    add("AMX-BF16");
+  } else if (f.amx_tile || f.amx_bf16) {
+    add("AMX (not enabled by the OS)");
+  } else {
+    add("no AMX");
+  }
+  return out;
+}
+
 bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why) {
   const bool amx = f.amx_bf16 && f.amx_tile && f.os_amx;
   const bool avx512_bf16 = f.avx512_bf16 && f.avx512f && f.os_zmm;

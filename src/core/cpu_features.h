@@ -33,6 +33,10 @@ std::string best_openblas_core(const CpuFeatures& f);
 // not know. Pure: unit-tested on flag sets.
 std::optional<std::string> openblas_core_upgrade(const std::string& reported, const CpuFeatures& f);
 
+// The units a GEMM can run on, OS-enabled, for banners and bench JSON ("cpu_units"):
+// "AVX2+FMA, AVX-512, AVX512_BF16, no AMX", "..., AMX-BF16". Pure: unit-tested on flag sets.
+std::string cpu_matrix_units(const CpuFeatures& f);
+
 // Native bf16 matrix arithmetic (AMX-BF16 or AVX512_BF16, OS-enabled): what --precision bf16 on
 // CPU needs. `why` gets one line when not.
 bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why);

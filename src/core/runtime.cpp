@@ -127,6 +127,7 @@ std::string runtime_banner() {
   out << fmt::format("threads: {} (intra-op), BLAS: {} ({} threads{}), sgemm 256: {:.1f} GFLOP/s\n",
                      at::get_num_threads(), blas_in_use(), bt > 0 ? std::to_string(bt) : "own",
                      core.empty() ? "" : fmt::format(", core {} chosen by {}", core, blas_core_source()), gflops);
+  out << fmt::format("CPU: {}; matrix units: {}\n", machine_description(), cpu_matrix_units(detect_cpu_features()));
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   out << fmt::format("OpenMP waiting: OMP_WAIT_POLICY={}{}\n", policy ? policy : "(unset: spinning)",

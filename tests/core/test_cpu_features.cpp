@@ -88,3 +88,15 @@ TEST(CpuFeatures, DetectionOnThisMachineIsConsistent) {
   if (f.os_zmm) EXPECT_TRUE(f.os_ymm);
   EXPECT_FALSE(best_openblas_core(f).empty());
 }
+
+TEST(CpuFeatures, MatrixUnitsNameWhatTheOsEnables) {
+  EXPECT_EQ(cpu_matrix_units(sse3()), "no AMX");
+  EXPECT_EQ(cpu_matrix_units(avx2()), "AVX2+FMA, no AMX");
+  auto epyc = avx512();  // the development machine: AVX512_BF16 without AMX
+  epyc.avx512_bf16 = true;
+  EXPECT_EQ(cpu_matrix_units(epyc), "AVX2+FMA, AVX-512, AVX512_BF16, no AMX");
+  EXPECT_EQ(cpu_matrix_units(sapphire_rapids()), "AVX2+FMA, AVX-512, AVX512_BF16, AMX-BF16");
+  auto tiles_off = sapphire_rapids();
+  tiles_off.os_amx = false;
+  EXPECT_EQ(cpu_matrix_units(tiles_off), "AVX2+FMA, AVX-512, AVX512_BF16, AMX (not enabled by the OS)");
+}
