@@ -88,14 +88,19 @@ std::optional<std::string> openblas_core_upgrade(const std::string& reported, co
   return best;
 }
 
+namespace {
+// The two native bf16 matrix units, as the OS enables them.
+bool amx_bf16_enabled(const CpuFeatures& f) { return f.amx_bf16 && f.amx_tile && f.os_amx; }
+bool avx512_bf16_enabled(const CpuFeatures& f) { return f.avx512_bf16 && f.avx512f && f.os_zmm; }
+}  // namespace
+
 std::string cpu_matrix_units(const CpuFeatures& f) {
   std::string out;
   const auto add = [&out](const char* unit) { out += (out.empty() ? "" : ", ") + std::string(unit); };
   if (f.os_ymm && f.avx2 && f.fma) add("AVX2+FMA");
-  const bool avx512 = f.os_zmm && f.avx512f;
-  if (avx512) add("AVX-512");
-  if (avx512 && f.avx512_bf16) add("AVX512_BF16");
-  if (f.amx_tile && f.amx_bf16 && f.os_amx) {
+  if (f.os_zmm && f.avx512f) add("AVX-512");
+  if (avx512_bf16_enabled(f)) add("AVX512_BF16");
+  if (amx_bf16_enabled(f)) {
     add("AMX-BF16");
   } else if (f.amx_tile || f.amx_bf16) {
     add("AMX (not enabled by the OS)");
@@ -106,9 +111,7 @@ std::string cpu_matrix_units(const CpuFeatures& f) {
 }
 
 bool cpu_has_native_bf16(const CpuFeatures& f, std::string* why) {
-  const bool amx = f.amx_bf16 && f.amx_tile && f.os_amx;
-  const bool avx512_bf16 = f.avx512_bf16 && f.avx512f && f.os_zmm;
-  if (amx || avx512_bf16) return true;
+  if (amx_bf16_enabled(f) || avx512_bf16_enabled(f)) return true;
   if (why)
     *why = "this CPU has no native bf16 matrix arithmetic (neither AMX-BF16 nor AVX512_BF16 enabled): bf16 would be "
            "emulated, slower than fp32";

@@ -232,14 +232,16 @@ void our_rows(const Published& pub, const std::vector<RunRecord>& runs,
     if (a.norm == "pre") row.setting += ", pre-norm";
     if (precision_label(a) != "fp32") row.setting += ", " + precision_label(a);
     if (a.patience > 0) {
-      // Early stopping is the setting; "to the best epoch" only once every member has got there.
+      // Early stopping is the setting; "to the best epoch" only once every member has got there
+      // (why the others stopped is in the best-epoch section).
       bool at_best = true;
       for (const SeedGroup* s : {t, g}) {
-        for (const RunRecord* r : s ? s->runs : std::vector<const RunRecord*>{}) at_best = at_best && reached_best_epoch(*r);
+        if (!s) continue;
+        for (const RunRecord* r : s->runs) at_best = at_best && reached_best_epoch(*r);
       }
       row.setting += at_best ? ", to the best epoch (patience " + std::to_string(a.patience) + ")"
                              : ", early stopping (patience " + std::to_string(a.patience) +
-                                   ") but stopped before the best epoch (time budget)";
+                                   ") but stopped before the best epoch";
     }
     row.transformer_ppl = t ? group_valid_cell(*t) : "-";
     row.grassmann_ppl = g ? group_valid_cell(*g) : "-";
