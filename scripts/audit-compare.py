@@ -7,8 +7,9 @@ differ and are printed: a faster audit must keep identical verdicts and evidence
   scripts/audit-compare.py A_BIN B_BIN [--a-args=...] [--b-args=...] [--suites a.json,...] [--facts f1,f2,...]
   scripts/audit-compare.py build/grassaudit build/grassaudit --a-args=--no-train-proof
 
---whole compares every field of the JSON but the timings (seconds, seconds_by_check): what a change
-that only moves code must leave as it was, probe counts and notes included.
+--whole compares every field of the JSON but what the audit spent (seconds, seconds_by_check, and
+forwards: the passes it ran, printed as forward-equivalents): what a change that only moves code
+or saves time must leave as it was, probe counts and notes included.
 
 Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
 import argparse
@@ -29,6 +30,15 @@ FACTS = ["verdict", "leak_horizon", "max_effect", "first_leaking_cut", "modes", 
          "mode_horizons", "length_horizons", "gradient_check", "leak_map", "contract", "contract_holds",
          "length_dependent", "length_evidence", "batch_coupled", "batch_evidence", "past_horizon", "violations",
          "incremental", "outputs", "worst_output"]
+
+
+# What an audit spent, not what it found.
+COSTS = {"seconds", "seconds_by_check", "forwards"}
+
+
+def forward_equivalents(j):
+    f = j.get("forwards") or {}
+    return f"{f['forward_equivalents']:.1f}fe" if f.get("forward_equivalents") is not None else "-"
 
 
 def case_args(suite_dir, c):
@@ -106,14 +116,15 @@ def main():
                     for k in set(ga) ^ set(gb):
                         ga.pop(k, None)
                         gb.pop(k, None)
-                keys = sorted((set(ja) | set(jb)) - {"seconds", "seconds_by_check"}) if o.whole else facts
+                keys = sorted((set(ja) | set(jb)) - COSTS) if o.whole else facts
                 off = [k for k in keys if ja.get(k) != jb.get(k)]
                 same = rc_a == rc_b and not off
                 sa, sb = ja["seconds"], jb["seconds"]
                 total_a += sa
                 total_b += sb
                 proof = (jb.get("train_mode_proof") or {}).get("train_from_eval")
-                what = (f"{jb['verdict']} h{jb['leak_horizon']} {sa:.2f}s/{sb:.2f}s probes {ja['probes']}/{jb['probes']}"
+                what = (f"{jb['verdict']} h{jb['leak_horizon']} {sa:.2f}s/{sb:.2f}s probes {ja['probes']}/{jb['probes']} "
+                        f"{forward_equivalents(ja)}/{forward_equivalents(jb)}"
                         f"{' train=eval' if proof else ''}" + ("" if same else f" DIFFER: {off} exit {rc_a}/{rc_b}"))
             differ += 0 if same else 1
             print(f"{os.path.basename(suite):<18} {c['name']:<40} {'same' if same else 'DIFFERENT'}  {what}", flush=True)

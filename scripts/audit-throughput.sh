@@ -42,8 +42,10 @@ for round in $(seq 1 "$ROUNDS"); do
 import json, sys
 j = json.load(open(sys.argv[1])); fwd = float(sys.argv[3])
 ev = {k: (j.get(k) or {}).get("text") for k in ("length_evidence", "batch_evidence")}
-print(f"  {sys.argv[2]}: {j['seconds']:.1f} s = {j['seconds'] / fwd:.0f} forwards; verdict {j['verdict']}, "
-      f"leak_horizon {j['leak_horizon']}, past_horizon {j['past_horizon']}, probes {j['probes']}")
+fe = (j.get("forwards") or {}).get("forward_equivalents")
+print(f"  {sys.argv[2]}: {j['seconds']:.1f} s = {j['seconds'] / fwd:.1f} plain forwards (wall)"
+      + (f", {fe:.1f} forward-equivalents run (tokens)" if fe is not None else "")
+      + f"; verdict {j['verdict']}, leak_horizon {j['leak_horizon']}, past_horizon {j['past_horizon']}, probes {j['probes']}")
 print("    by check:", {k: round(v, 1) for k, v in j["seconds_by_check"].items()},
       "train mode from eval:", (j.get("train_mode_proof") or {}).get("train_from_eval"))
 print("    evidence:", json.dumps([v.get("evidence", {}).get("text") for v in j["violations"]]), json.dumps(ev))

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard: no longer reached through ATen.h in LibTorch 2.x
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -82,6 +83,7 @@ at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows
 
 // x: [rows, L(, C)] -> y: [rows, L, K], detached; InputError on a broken contract.
 at::Tensor Prober::run(const at::Tensor& x, bool check_finite_outputs) {
+  record_forward(target_.dtype(), x.size(0), x.size(1));
   auto y = target_.forward(x);
   const int64_t rows = x.size(0), L = x.size(1);
   if (y.dim() < 2 || y.size(0) != rows || y.size(1) != L)
@@ -123,7 +125,8 @@ at::Tensor Prober::max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref) {
 // cuts: the cuts to probe (ascending), empty for all of 1..L-1. A subset probes exactly the
 // rows the full pass would (same seed, same fresh draws), which is how the float64 re-run
 // repeats only the cuts that showed something in float32.
-void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side) {
+void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
+                   const TableDone& done, bool first_trial_only) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
@@ -132,13 +135,15 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, check, L));
   if (cuts.empty())
     for (int64_t c = 1; c < L; ++c) cuts.push_back(c);
-  const int64_t T = opt_.trials, R_all = T * (L - 1), R = T * static_cast<int64_t>(cuts.size());
-  auto bases = random_inputs(T, L, gen);                                  // [T, L(, C)]
-  auto fresh_all = random_inputs(R_all, L, gen);                          // [T * (L-1), L(, C)]
+  // The screen (first_trial_only) probes trial 0's rows of the same draws, T = 1.
+  const int64_t T_all = opt_.trials, R_all = T_all * (L - 1);
+  const int64_t T = first_trial_only ? 1 : T_all, R = T * static_cast<int64_t>(cuts.size());
+  auto bases = random_inputs(T_all, L, gen).narrow(0, 0, T);             // [T, L(, C)]
+  auto fresh_all = random_inputs(R_all, L, gen);                          // [T_all * (L-1), L(, C)]
   auto cut_of = at::tensor(cuts, at::kLong);                              // [R / T]
   auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
   auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
-  auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T).add(row_trial));      // [R, L(, C)]
+  auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T_all).add(row_trial));  // [R, L(, C)]
   auto base_rows = bases.index_select(0, row_trial);                                  // [R, L(, C)]
   fresh = replacement_inputs(in_, base_rows, fresh);
   auto pos = at::arange(L, at::kLong).view({1, L});
@@ -179,6 +184,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     }
     const int64_t probes_before = pass.probes;
     for (int64_t r = 0; r < R; ++r) {
+      if (done && r % T == 0 && done(table, cuts[static_cast<size_t>(r / T)])) break;
       if (!audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
       auto y = seeded_alone(rows.narrow(0, r, 1));
       const auto tr = static_cast<size_t>(r % T);
@@ -193,6 +199,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
   const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
+    // Data-parallel, each rank asks with its own part of the table: a part can only end a table
+    // later than the whole would, never earlier.
+    if (done && done(table, cuts[static_cast<size_t>(start / T)])) break;
     if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
     const int64_t n = std::min(chunk, R - start);
     auto batch = rows.narrow(0, start, n);
@@ -216,11 +225,20 @@ EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side
   return rerun_cuts(mode, L, {}, pass, side);
 }
 
-EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side) {
+EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side,
+                               const TableDone& done) {
   EffectTable table;
   table.L = L;
   table.effect.assign(static_cast<size_t>(L * L), 0.0);
-  probe(mode, L, table, pass, cuts, side);
+  probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false);
+  return table;
+}
+
+EffectTable Prober::screen_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
+  EffectTable table;
+  table.L = L;
+  table.effect.assign(static_cast<size_t>(L * L), 0.0);
+  probe(mode, L, table, pass, {}, side, {}, /*first_trial_only=*/true);
   return table;
 }
 
@@ -267,6 +285,9 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
     for (int64_t b = 0; b < B; b += 2)
       for (int64_t t = 0; t < L; ++t)
         if (acc[b][t] > out.effect) out = BatchEffect{acc[b][t], b, t};
+    // The screen: kept rows bit for bit unmoved in the first trial stand for the check (the
+    // trials after it run only when it moved, as they would without the screen).
+    if (opt_.screen && out.effect == 0.0) break;
   }
   return out;
 }
@@ -335,6 +356,39 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   return out;
 }
 
+// p = o * (1 + s * d) in p's dtype, each element rounded after every operation as the ATen
+// expression rounds it (s * d, then + 1, then * o; no fused multiply-add), in one pass over memory
+// instead of four: the floor jitters a whole model 33 times, and at an LM's embedding size these
+// passes, not the forwards, were the floor's cost. Other dtypes and layouts take the ATen ops.
+namespace {
+template <class T>
+__attribute__((optimize("fp-contract=off"))) void jitter_rows(T* p, const T* o, const T* d, T s, int64_t begin,
+                                                                int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const T t = s * d[i];
+    const T u = t + T(1);
+    p[i] = o[i] * u;
+  }
+}
+}  // namespace
+
+void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, double s) {
+  const auto dtype = p.scalar_type();
+  const bool flat = p.is_contiguous() && o.is_contiguous() && d.is_contiguous() && o.scalar_type() == dtype &&
+                    d.scalar_type() == dtype && o.numel() == p.numel() && d.numel() == p.numel();
+  if (!flat || (dtype != at::kDouble && dtype != at::kFloat)) {
+    p.copy_(d).mul_(s).add_(1).mul_(o);
+    return;
+  }
+  at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    if (dtype == at::kDouble)
+      jitter_rows<double>(p.data_ptr<double>(), o.data_ptr<double>(), d.data_ptr<double>(), s, begin, end);
+    else  // ATen casts a double scalar to the float32 operand's type first
+      jitter_rows<float>(p.data_ptr<float>(), o.data_ptr<float>(), d.data_ptr<float>(), static_cast<float>(s), begin,
+                         end);
+  });
+}
+
 Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   at::NoGradGuard no_grad;
   target_.set_train(false);
@@ -356,6 +410,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
     return out;
   }
   const auto x_dir = out.inputs ? at::randn(x.sizes(), gen, x.options()) : at::Tensor();
+  auto x_jittered = out.inputs ? at::empty_like(x) : at::Tensor();
   auto restore = [&] {
     for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i]);
   };
@@ -372,19 +427,35 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   const int K = 2 * G;
   std::map<int, at::Tensor> y;  // k -> y(k delta) [2, L, K], float64; the current segment's five
   at::Tensor least;             // per element, the least segment residual so far
+  at::Tensor d2, d2_twice, twice;  // the stencil's scratch, [2, L, K] float64
   double scale = 1e-300;
+  // Every step writes into memory that exists already: the parameters in place, the stencil into
+  // the scratch above. A fresh tensor per step of a large embedding is a fresh mapping (glibc
+  // maps blocks over 32 MB anew each time) page-faulted through at every step, which cost far
+  // more than the forwards. In-place, the ops and their order are those of the expression
+  // originals * (1 + s * directions) (a product commutes exactly), so the floor is the same bits.
   try {
     for (int k = -K; k <= K; ++k) {
       const double s = k * delta;
-      for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i] * (1 + s * directions[i]));
-      y[k] = run(out.inputs ? (x * (1 + s * x_dir)).contiguous() : x).to(at::kDouble);
+      for (size_t i = 0; i < params.size(); ++i) write_jittered(params[i].detach(), originals[i], directions[i], s);
+      if (out.inputs) write_jittered(x_jittered, x, x_dir, s);
+      y[k] = run(out.inputs ? x_jittered : x).to(at::kDouble);
       if (k == 0) scale = std::max(y[0].abs().max().item<double>(), 1e-300);
       const int c = k - 2;  // a segment's centre once its last sample is in
       if ((c + K - 2) % 4 != 0 || c - 2 < -K) continue;
-      const auto d2 = y[c + 1] + y[c - 1] - 2 * y[c];
-      const auto d2_twice = y[c + 2] + y[c - 2] - 2 * y[c];
-      const auto residual = (d2 - d2_twice / 4).abs();
-      least = least.defined() ? at::minimum(least, residual) : residual;
+      if (!d2.defined()) {
+        d2 = at::empty_like(y[c]);
+        d2_twice = at::empty_like(y[c]);
+        twice = at::empty_like(y[c]);
+      }
+      twice.copy_(y[c]).mul_(2);
+      at::add_out(d2, y[c + 1], y[c - 1]).sub_(twice);            // D2(d)
+      at::add_out(d2_twice, y[c + 2], y[c - 2]).sub_(twice);      // D2(2d)
+      const auto& residual = d2.sub_(d2_twice.div_(4)).abs_();  // |D2(d) - D2(2d) / 4|
+      if (least.defined())
+        at::minimum_out(least, least, residual);
+      else
+        least = residual.clone();
       for (int j = c - 2; j < c + 2; ++j) y.erase(j);  // c + 2 starts the next segment
     }
   } catch (const InputError& e) {
@@ -469,6 +540,7 @@ std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode)
     StateHold hold(target_);
     if (train) at::manual_seed(seed);  // the map does not depend on what drew from the RNG before
     auto e = target_.embed(x).detach().clone().requires_grad_(true);
+    record_forward(target_.dtype(), e.size(0), e.size(1));
     auto y = target_.forward_from_embedding(e);
     y = y.reshape({n, L, -1});
     if (!w.defined()) w = at::randn({y.size(2)}, gen, at::TensorOptions().dtype(y.scalar_type()));

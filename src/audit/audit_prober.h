@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,10 @@ at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows
 // uniform redraw keeps the old token with probability 1/V, which at the last cut (one position
 // replaced) with a small vocabulary would hide the farthest reach in every trial now and then.
 at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh);
+
+// p = o * (1 + s * d) written into p (same shape, contiguous float32 or float64 in one pass;
+// otherwise through the ATen ops), bit for bit what the ATen expression computes.
+void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, double s);
 
 // x [1, L(, C)] as a batch of two identical rows [2, L(, C)]: whatever a model computes across
 // rows then sees only this sequence, and BatchNorm in train mode (which refuses a batch of one)
@@ -110,8 +115,16 @@ class Prober {
 
   // The decisive re-run (in the target's current dtype) of only the given cuts (ascending),
   // exactly the probe rows the full table used. Cells of other cuts stay zero.
+  // `done` (optional), asked before each pass with the table so far and the first cut that pass
+  // would probe: true ends the table there (its later cuts stay zero). The passes before are
+  // those of the whole table, row for row, so what they measured is the same bits.
+  using TableDone = std::function<bool(const EffectTable& so_far, int64_t next_cut)>;
   EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,
-                         Side side = Side::kFuture);
+                         Side side = Side::kFuture, const TableDone& done = {});
+  // The screen: every cut with the first trial's rows only (the same draws as the whole table's
+  // trial 0, passes of --batch rows of that trial). Exact zeros here mean trial 0 moved nothing
+  // at any cut; what the other trials would show is not measured.
+  EffectTable screen_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture);
   // rerun_cuts of every cut where `first` saw a non-zero effect. A cut that moved nothing at
   // all in float32 has nothing to tell apart: its zeros stand.
   EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side = Side::kFuture);
@@ -188,7 +201,8 @@ class Prober {
   // One sequence [1, L(, C)] on its own (two identical rows): y [1, L, K].
   at::Tensor run_alone(const at::Tensor& x);
   // One mode at one length, all trials (the row layout is explained at the definition).
-  void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side);
+  void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
+             const TableDone& done, bool first_trial_only);
 
   AuditTarget& target_;
   const AuditOptions& opt_;

@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "audit/audit_cost.h"
 #include "audit/train_mode_proof.h"
 
 namespace grassaudit {
@@ -108,5 +109,11 @@ class AuditTarget {
   }
   virtual void restore_redrawn_parameters() {}
 };
+
+// target.to_dtype, recorded as a conversion in the running audit's cost (audit/audit_cost.h).
+inline bool convert_counted(AuditTarget& target, at::ScalarType dtype, std::string* why) {
+  record_conversion();
+  return target.to_dtype(dtype, why);
+}
 
 }  // namespace grassaudit

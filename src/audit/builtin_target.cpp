@@ -43,7 +43,13 @@ void BuiltinLmTarget::set_train(bool train) { model_->train(train); }
 bool BuiltinLmTarget::is_training() const { return model_->is_training(); }
 
 bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
-  model_->to(dtype);
+  // What model_->to(dtype) does (every floating parameter and buffer, set_data), through the
+  // copies kept from the last switch.
+  at::NoGradGuard no_grad;
+  for (const auto& p : model_->named_parameters(/*recurse=*/true))
+    if (at::isFloatingType(p.value().scalar_type())) p.value().set_data(twins_.convert("p:" + p.key(), p.value(), dtype));
+  for (const auto& b : model_->named_buffers(/*recurse=*/true))
+    if (at::isFloatingType(b.value().scalar_type())) b.value().set_data(twins_.convert("b:" + b.key(), b.value(), dtype));
   dtype_ = dtype;
   return true;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "audit/audit_target.h"
+#include "audit/dtype_twins.h"
 #include "core/language_model.h"
 
 namespace grassaudit {
@@ -44,6 +45,7 @@ class BuiltinLmTarget : public AuditTarget {
   std::string known_hash_;
   at::ScalarType dtype_;
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // name, the zeros it held
+  DtypeTwins twins_;  // the model's tensors in the other dtype (to_dtype)
 };
 
 }  // namespace grassaudit

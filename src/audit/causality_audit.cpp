@@ -3,6 +3,7 @@
 #include "audit/audit_refusal.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -190,6 +191,8 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   if (opt.train_mode) modes.push_back(AuditMode::kTrain);
 
   TargetStateGuard guard(target);
+  CostMeter meter;
+  const CostScope metered(meter);
   Prober prober(target, opt);
   const int64_t L = lens.front();
 
@@ -197,7 +200,10 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
 
   // The premise: the same input gives the same output. A model whose outputs move between
   // identical calls, through state it updates or noise it draws, has no causality verdict.
-  const bool eval_drew_random = check_repeatable(target, prober, modes, L);
+  const bool eval_drew_random = [&] {
+    const CostSection section("repeatability");
+    return check_repeatable(target, prober, modes, L);
+  }();
   if (opt.eval_mode && opt.train_mode) {
     r.train_mode_proof = target.train_mode_proof();
     // The graph scan is a list of random ops; the generator's state is the ground truth.
@@ -220,12 +226,12 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   AuditRun run{target, opt, prober, prec, L, lens, modes, probed, r, nullptr, {}, {}};
   for (const auto& check : registered_checks()) {
     if (check->stage() != Check::Stage::kPerOutput || !check->wanted(run)) continue;
-    const auto start = Clock::now();
+    const CostSection section(check->name());
     if (check->in_decisive_precision() && target.dtype() != run.tables->decisive.dtype)
-      target.to_dtype(run.tables->decisive.dtype, nullptr);
+      convert_counted(target, run.tables->decisive.dtype, nullptr);
     check->run(run);
-    r.seconds_by_check.emplace_back(check->name(), std::chrono::duration<double>(Clock::now() - start).count());
   }
+  prec.to_own();  // the model goes back as it came (TargetStateGuard would, uncounted)
   // The verdict: leaky exactly when a check's findings violate the contract.
   for (const auto& check : registered_checks())
     if (check->stage() == Check::Stage::kPerOutput) check->judge(run, r.violations);
@@ -236,6 +242,9 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
   r.threshold = prec.floor() ? prec.horizon_threshold() : (r.precision == "float64" ? kLeakThreshold64 : 0.0);
+  r.unit_rows = opt.batch;
+  r.unit_len = L;
+  take_costs(meter, r);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -244,21 +253,103 @@ void run_model_checks(AuditTarget& target, const AuditOptions& opt, const std::o
                       AuditResult& r) {
   for (const auto& check : registered_checks()) {
     if (check->stage() != Check::Stage::kWholeModel || !check->wanted_for_model(opt)) continue;
-    struct Timer {  // the check's seconds, however it ends
+    struct Metered {  // the check's seconds and forwards, however it ends
       AuditResult& r;
-      const char* name;
-      Clock::time_point start = Clock::now();
-      ~Timer() { r.seconds_by_check.emplace_back(name, std::chrono::duration<double>(Clock::now() - start).count()); }
-    } timer{r, check->name()};
+      CostMeter meter;
+      ~Metered() { take_costs(meter, r); }
+    } metered{r, {}};
+    const CostScope scope(metered.meter);
+    const CostSection section(check->name());
     check->run_model(target, opt, output, r);
     r.verdict = r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky;
   }
+}
+
+namespace {
+template <class T>
+T& entry(std::vector<std::pair<std::string, T>>& list, const std::string& name) {
+  for (auto& [n, v] : list)
+    if (n == name) return v;
+  list.emplace_back(name, T{});
+  return list.back().second;
+}
+}  // namespace
+
+void take_costs(const CostMeter& meter, AuditResult& r) {
+  for (const auto& s : meter.sections()) {
+    entry(r.seconds_by_check, s.name) += s.seconds;
+    entry(r.forwards_by_check, s.name) += s.forwards;
+  }
+  r.forwards += meter.total();
+}
+
+void add_costs(AuditResult& into, const AuditResult& from) {
+  for (const auto& [name, s] : from.seconds_by_check) entry(into.seconds_by_check, name) += s;
+  for (const auto& [name, f] : from.forwards_by_check) entry(into.forwards_by_check, name) += f;
+  into.forwards += from.forwards;
 }
 
 nlohmann::json to_json(const PropertyCounterexample& c) {
   return {{"kind", violation_kind_name(c.kind)},   {"seq_len", c.seq_len},     {"cut", c.cut},       {"batch", c.batch},
           {"perturbation", c.perturbation}, {"mode", c.mode}, {"seed", c.seed}, {"positions", c.positions},
           {"effect", c.effect}, {"precision", c.precision}, {"cases", c.cases}};
+}
+
+namespace {
+// The fields that are measured magnitudes: the same bits at the same thread count, possibly not
+// in the last bits at another (a GEMM rounds a row differently at another place in another
+// thread split). Everything else -- verdicts, horizons, violations, the precision that decided,
+// whether a floor was measured -- is decided the same way whatever the threads
+// (src/audit/README.md, "Across thread counts and machines").
+const std::vector<std::string> kThreadDependentFields = {
+    "max_effect", "max_effect_float32", "past_effect", "leak_map", "effect_at_horizon", "effect_beyond_horizon",
+    "threshold", "precision_floor.value", "precision_floor.threshold", "precision_floor.horizon_threshold",
+    "violations[].evidence.effect", "length_evidence.effect", "batch_evidence.effect", "gradient_check.max_future_grad",
+    "outputs[].max_effect", "counterexample.effect", "incremental.effect", "incremental.effect_own_dtype",
+    "incremental.threshold", "incremental.precision_floor.value", "incremental.first_inconsistent.effect",
+    "incremental.isolation.fresh_state_effect", "incremental.isolation.forward_after_steps_effect"};
+
+// One plain forward of the audited batch, in tokens (0: unknown).
+double unit_tokens(const AuditResult& r) { return static_cast<double>(r.unit_rows * r.unit_len); }
+
+nlohmann::json ledger_json(const ForwardLedger& f, double unit) {
+  const ForwardCount all = f.total();
+  nlohmann::json by_dtype = nlohmann::json::object();
+  for (const auto& [dtype, n] : f.by_dtype) by_dtype[dtype] = {{"passes", n.passes}, {"tokens", n.tokens}};
+  return {{"passes", all.passes},
+          {"tokens", all.tokens},
+          {"forward_equivalents", unit > 0 ? nlohmann::json(all.tokens / unit) : nlohmann::json(nullptr)},
+          {"by_dtype", by_dtype},
+          {"conversions", f.conversions}};
+}
+
+// What the audit ran: in all and by check, in forward-equivalents of the unit.
+nlohmann::json forwards_json(const AuditResult& r) {
+  const double unit = unit_tokens(r);
+  nlohmann::json j = ledger_json(r.forwards, unit);
+  j["unit"] = {{"rows", r.unit_rows}, {"seq_len", r.unit_len}, {"tokens", r.unit_rows * r.unit_len}};
+  nlohmann::json by_check = nlohmann::json::object();
+  for (const auto& [name, f] : r.forwards_by_check) by_check[name] = ledger_json(f, unit);
+  j["by_check"] = by_check;
+  return j;
+}
+}  // namespace
+
+// The summary's cost line: forwards in all and by check (seconds stay in the JSON: a summary
+// is compared across runs).
+static std::string cost_line(const AuditResult& r) {
+  const ForwardCount all = r.forwards.total();
+  const double unit = unit_tokens(r);
+  if (all.passes == 0 || unit <= 0) return "";
+  std::string dtypes;
+  for (const auto& [dtype, n] : r.forwards.by_dtype)
+    dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype, n.passes);
+  std::string by;
+  for (const auto& [name, f] : r.forwards_by_check)
+    if (f.total().passes > 0) by += fmt::format("{}{} {:.1f}", by.empty() ? "" : ", ", name, f.total().tokens / unit);
+  return fmt::format("  cost: {:.1f} forward-equivalents of [{}, {}] ({} passes: {}; {} dtype conversion{}){}{}\n",
+                     all.tokens / unit, r.unit_rows, r.unit_len, all.passes, dtypes, r.forwards.conversions,
+                     r.forwards.conversions == 1 ? "" : "s", by.empty() ? "" : ": ", by);
 }
 
 nlohmann::json to_json(const AuditResult& r) {
@@ -298,6 +389,9 @@ nlohmann::json to_json(const AuditResult& r) {
   nlohmann::json sec = nlohmann::json::object();
   for (const auto& [name, t] : r.seconds_by_check) sec[name] = t;
   j["seconds_by_check"] = sec;
+  j["forwards"] = forwards_json(r);
+  j["threads"] = at::get_num_threads();
+  j["thread_dependent"] = kThreadDependentFields;
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
     nlohmann::json vj{{"kind", violation_kind_name(v.kind)}, {"evidence", evidence_json(v.evidence)}};
@@ -408,6 +502,7 @@ std::string summarize(const AuditResult& r) {
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   for (const auto& check : registered_checks()) s += check->summary(r);
+  s += cost_line(r);
   for (const auto& n : r.notes) s += "  note: " + n + "\n";
   if (!r.outputs.empty()) {
     s += fmt::format("  outputs ({}; the lines above are the worst, {}):\n", r.outputs.size(),

@@ -44,6 +44,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "audit/audit_cost.h"
 #include "audit/audit_target.h"
 
 namespace grassaudit {
@@ -84,6 +85,12 @@ struct AuditOptions {
   // and the future audited again. Off (--weights-as-given): the weights are audited as given,
   // for trained weights that are zero on purpose (pruning).
   bool structural = true;
+  // The screen: each future table is probed first with the first trial's rows only; exact zeros
+  // there stand for the table, anything else probes the whole table as without it. Saves the
+  // other trials' rows of a causal model's tables; what it can miss is a dependence that trial 0's
+  // inputs never show at any cut of a table (src/audit/README.md). Off (--probe-every-row):
+  // every row of every table, every trial.
+  bool screen = true;
 
   // The checks of the whole model, after the audit of its outputs (run_model_checks):
   // --incremental (audit/incremental_audit.h) and --property N (audit/property_search.h).
@@ -276,8 +283,15 @@ struct AuditResult {
   std::optional<int64_t> past_horizon;    // nullopt: not measured
   std::vector<Violation> violations;      // empty: every property holds within the contract
   // Wall seconds per check (future tables incl. their float64 re-runs, batch, length, past,
-  // gradient, property), for the cost of each.
+  // gradient, property), for the cost of each; the precision floor (the float64 forward test and
+  // the floor measurement) is its own entry, "precision_floor", whichever check first needed it.
   std::vector<std::pair<std::string, double>> seconds_by_check;
+  // Forward passes by check (the same names) and in all, by dtype, and dtype conversions
+  // (audit/audit_cost.h); unit_rows x unit_len is the unit a forward-equivalent counts: one plain
+  // forward of the audited batch (--batch rows at the main length).
+  std::vector<std::pair<std::string, ForwardLedger>> forwards_by_check;
+  ForwardLedger forwards;
+  int64_t unit_rows = 0, unit_len = 0;
   // Set by the property search (--property N) when it finds a failing case.
   std::optional<PropertyCounterexample> counterexample;
   // Set by the incremental audit (--incremental, audit/incremental_audit.h).
@@ -293,6 +307,12 @@ struct AuditResult {
   // default contract that is any future dependence, plus length and batch.
   bool leaky() const { return verdict == Verdict::kLeaky; }
 };
+
+// Adds what `from` spent (seconds_by_check, forwards_by_check, forwards) to `into`, check by
+// check: the cost of an audit of several output leaves is the sum of theirs.
+void add_costs(AuditResult& into, const AuditResult& from);
+// Adds what `meter` recorded, section by section, to r's costs.
+void take_costs(const CostMeter& meter, AuditResult& r);
 
 // InputError naming the first bad option (batch, trials, lookahead, window; seq_len >= 2 once set).
 void validate_audit_options(const AuditOptions& options);

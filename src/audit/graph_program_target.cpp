@@ -132,9 +132,12 @@ std::vector<OutputLeaf> GraphProgramTarget::output_leaves(int64_t L) {
 bool GraphProgramTarget::to_dtype(at::ScalarType dtype, std::string* why) {
   try {
     at::NoGradGuard no_grad;
-    for (auto* list : {&program_->parameters(), &program_->buffers(), &program_->constants()})
+    int list_index = 0;
+    for (auto* list : {&program_->parameters(), &program_->buffers(), &program_->constants()}) {
+      const std::string prefix = std::to_string(list_index++) + ":";
       for (auto& [name, t] : *list)
-        if (at::isFloatingType(t.scalar_type())) t = t.to(dtype);
+        if (at::isFloatingType(t.scalar_type())) t = twins_.convert(prefix + name, t, dtype);
+    }
     for (auto& [name, t] : state_)
       if (at::isFloatingType(t.scalar_type())) t = t.to(dtype);
     program_->promote_dtype_arguments(promoted_ && dtype == at::kDouble);

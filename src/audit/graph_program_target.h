@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "audit/graph_program.h"
+#include "audit/dtype_twins.h"
 #include "audit/model_file.h"
 
 namespace grassaudit {
@@ -73,6 +74,7 @@ class GraphProgramTarget : public ModelFileTarget {
   bool training_ = false;
   at::ScalarType dtype_ = at::kFloat, own_dtype_ = at::kFloat;
   bool promoted_ = false;
+  DtypeTwins twins_;  // the program's tensors in the other dtype (to_dtype)
   std::optional<int64_t> fixed_len_, fixed_batch_;
   std::vector<std::pair<std::string, at::Tensor>> state_;  // recorded buffers (snapshot_state)
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // the zeros the structural pass set aside

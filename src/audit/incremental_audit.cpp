@@ -109,6 +109,7 @@ class Checker {
         }
       }
     } restore{target_};
+    record_forward(target_.dtype(), B, L);
     const at::Tensor y = flat(target_.forward(x), B, L, "forward");  // [B, L, K]
     const double scale = std::max(y.abs().max().item<double>(), 1e-300);
     auto steps = [&](const Partition& p) {
@@ -116,6 +117,7 @@ class Checker {
       std::vector<at::Tensor> outs;
       int64_t at_pos = 0;
       for (int64_t n : p.sizes) {
+        record_forward(target_.dtype(), B, n);
         outs.push_back(flat(run->step(x.narrow(1, at_pos, n).contiguous()), B, n, "step"));
         at_pos += n;
       }
@@ -135,6 +137,7 @@ class Checker {
     const auto first = steps(parts_.front());
     const auto second = steps(parts_.front());
     m.fresh_state = (second - first).abs().max().item<double>() / scale;
+    record_forward(target_.dtype(), B, L);
     m.forward_after = (flat(target_.forward(x), B, L, "forward") - y).abs().max().item<double>() / scale;
     return m;
   }
@@ -159,7 +162,7 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
     bool training;
     ~Back() {
       try {
-        if (t.dtype() != d) t.to_dtype(d, nullptr);
+        if (t.dtype() != d) convert_counted(t, d, nullptr);
         t.set_train(training);
       } catch (...) {
       }
@@ -170,25 +173,30 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
   IncrementalResult res;
   res.partitions = incremental_partitions(opt.seq_len, opt.seed, opt.random_partitions, opt.cheap);
   Checker checker(target, opt, res.partitions);
-  Measured decisive = checker.measure();
-  res.max_effect_own = decisive.max();
   res.precision = dtype_name(own);
-  if (res.max_effect_own > 0) {  // exact zeros decide by themselves; anything else: the floor rule
-    AuditOptions aopt;
-    aopt.seq_len = opt.seq_len;
-    aopt.seed = opt.seed;
-    Prober prober(target, aopt);
-    PrecisionSwitch prec(target, prober, opt.seq_len);
-    const bool converts = own != at::kDouble;
-    if (prec.to_float64()) {
-      res.precision = "float64";
-      if (converts) decisive = checker.measure();
-    }
+  AuditOptions aopt;
+  aopt.seq_len = opt.seq_len;
+  aopt.seed = opt.seed;
+  Prober prober(target, aopt);
+  PrecisionSwitch prec(target, prober, opt.seq_len);
+  Measured decisive;
+  if (own == at::kDouble) {
+    decisive = checker.measure();
+    res.max_effect_own = decisive.max();
+    if (decisive.max() > 0) prec.to_float64();  // exact zeros decide by themselves; else the floor rule
+  } else if (prec.to_float64()) {
+    res.precision = "float64";
+    decisive = checker.measure();
+  } else {  // float64 unavailable: the own dtype against its measured float32 floor
+    decisive = checker.measure();
+    res.max_effect_own = decisive.max();
+  }
+  if (prec.floor()) {
     res.threshold = prec.threshold();
     res.precision_floor = prec.floor();
     res.notes = prec.notes();
-    prec.to_own();
   }
+  prec.to_own();
   res.max_effect = decisive.max();
   const double thr = res.threshold;
   for (size_t i = 0; i < res.partitions.size(); ++i) {
@@ -245,7 +253,7 @@ nlohmann::json to_json(const IncrementalResult& inc) {
           {"partitions", parts},
           {"first_inconsistent", first},
           {"effect", inc.max_effect},
-          {"effect_own_dtype", inc.max_effect_own},
+          {"effect_own_dtype", inc.max_effect_own ? nlohmann::json(*inc.max_effect_own) : nlohmann::json(nullptr)},
           {"precision", inc.precision},
           {"threshold", inc.threshold},
           {"precision_floor", floor},

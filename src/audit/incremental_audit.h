@@ -11,10 +11,12 @@
 // must give the first run's outputs, and forward after the steps forward's outputs before them:
 // a cache kept in the module instead of the passed state is caught.
 //
-// Precision, as the main audit: the target's own dtype screens; exact zeros everywhere decide;
-// anything non-zero is decided in float64 (incremental arithmetic rounds differently from the
-// full forward in float32: different GEMM shapes) against the threshold above the model's
-// measured rounding floor (audit/precision_switch.h), or in the own dtype against its floor.
+// Precision: steps and forward run different shapes, which round differently in float32 (other
+// GEMM shapes, another thread split), so whether a float32 comparison of them is bit for bit
+// exact says nothing about the model and differs between CPUs and thread counts. A float32 model
+// is compared in float64 directly, against the threshold above its measured rounding floor
+// (audit/precision_switch.h); in its own dtype against its float32 floor only where float64 is
+// unavailable. A float64 model: its own run decides (exact zeros stand).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,7 +51,7 @@ struct IncrementalResult {
   std::string first_partition;
   double first_effect = 0;
   double max_effect = 0;                // largest relative difference, decisive precision
-  double max_effect_own = 0;            // in the target's own dtype (the screen)
+  std::optional<double> max_effect_own;  // in the target's own dtype (nullopt: not run, float64 decided)
   std::string precision;                // what decided: float32 (exact zeros, or no float64) | float64
   double threshold = 0;
   bool isolation = true;

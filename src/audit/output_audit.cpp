@@ -108,7 +108,13 @@ AuditResult run_output_audits(ModelFileTarget& target, const AuditOptions& given
   top.worst_output = audited[worst]->path;
   double seconds = 0;
   int64_t probes = 0;
-  for (const auto& r : results) seconds += r.seconds, probes += r.probes;
+  top.seconds_by_check.clear();  // the cost of every leaf, check by check
+  top.forwards_by_check.clear();
+  top.forwards = {};
+  for (const auto& r : results) {
+    seconds += r.seconds, probes += r.probes;
+    add_costs(top, r);
+  }
   size_t k = 0;
   for (const auto& l : leaves) {
     if (!l.skipped.empty() || (only && l.path != *only)) {

@@ -16,18 +16,24 @@ PrecisionSwitch::PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L)
     : target_(target), prober_(prober), L_(L), own_(target.dtype()) {}
 
 void PrecisionSwitch::to_own() {
-  if (target_.dtype() != own_) target_.to_dtype(own_, nullptr);
+  if (target_.dtype() != own_) convert_counted(target_, own_, nullptr);
 }
 
 bool PrecisionSwitch::to_float64() {
   if (own_ == at::kDouble) {
-    if (!floor_) measure_floor(true);
+    if (!floor_) {
+      const CostSection section("precision_floor");
+      measure_floor(true);
+    }
     return true;
   }
   if (unavailable_) return false;
   std::string why;
-  if (target_.to_dtype(at::kDouble, &why)) {
-    if (tested_) return true;
+  if (tested_ && convert_counted(target_, at::kDouble, &why)) return true;
+  // The one-time cost of deciding in float64 (the first conversion, the forward test, the
+  // floor) is the floor's, not the cost of the check that happened to need it first.
+  const CostSection section("precision_floor");
+  if (!tested_ && convert_counted(target_, at::kDouble, &why)) {
     tested_ = true;
     const std::string failed = prober_.try_forward(L_);
     if (failed.empty()) {

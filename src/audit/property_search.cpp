@@ -123,6 +123,7 @@ class CaseChecker {
     try {
       // A batch of one runs as two identical rows (as_pair; row 0 kept), as the prober's
       // run_alone does: BatchNorm in train mode refuses a batch of one.
+      record_forward(target_.dtype(), std::max<int64_t>(2, x.size(0)), x.size(1));
       y = x.size(0) == 1 ? target_.forward(as_pair(x)).narrow(0, 0, 1) : target_.forward(x);
     } catch (const InputError& e) {
       throw InputError(fmt::format("the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
@@ -271,6 +272,7 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
       error = std::current_exception();
     }
   }
+  if (target.dtype() != own) record_conversion();
   target.to_dtype(own, nullptr);
   target.set_train(was_training);
   // A case the model cannot run (a drawn length or batch size it refuses, NaN outputs) ends the

@@ -137,12 +137,16 @@ bool TorchScriptTarget::is_training() const { return active_->is_training(); }
 namespace {
 // Floating parameters and buffers to dtype (as Python's Module.double() does); jit::Module::to
 // would also cast integer buffers such as index tables and break the model.
-void convert_floating(torch::jit::Module& m, at::ScalarType dtype) {
+// twins: the copies kept between switches (audit/dtype_twins.h); nullptr converts afresh.
+void convert_floating(torch::jit::Module& m, at::ScalarType dtype, DtypeTwins* twins) {
   at::NoGradGuard no_grad;
+  auto convert = [&](const std::string& key, const at::Tensor& t) {
+    return twins ? twins->convert(key, t, dtype) : t.to(dtype);
+  };
   for (const auto& p : m.named_parameters(/*recurse=*/true))
-    if (at::isFloatingType(p.value.scalar_type())) p.value.set_data(p.value.to(dtype));
+    if (at::isFloatingType(p.value.scalar_type())) p.value.set_data(convert("p:" + p.name, p.value));
   for (const auto& b : m.named_buffers(/*recurse=*/true))
-    if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(b.value.to(dtype));
+    if (at::isFloatingType(b.value.scalar_type())) b.value.set_data(convert("b:" + b.name, b.value));
 }
 
 // In every method graph of every submodule: float32 tensor constants become float64 and constant
@@ -185,10 +189,10 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
     if (module64_) {  // promoted: float64 runs the promoted copy, the own dtype the original
       const bool training = active_->is_training();
       active_ = dtype == at::kDouble ? module64_.get() : module_.get();
-      if (dtype != at::kDouble && dtype != own_dtype_) convert_floating(*module_, dtype);
+      if (dtype != at::kDouble && dtype != own_dtype_) convert_floating(*module_, dtype, &twins_);
       active_->train(training);
     } else {
-      convert_floating(*module_, dtype);
+      convert_floating(*module_, dtype, &twins_);
     }
     dtype_ = dtype;
     // The recorded state follows the conversion (restoring must not undo it).
@@ -212,9 +216,9 @@ bool TorchScriptTarget::promote_float32_constants(std::string* what) {
         promote_block(g->block(), *g, n);
       }
     if (n.tensors + n.dtypes == 0) return false;
-    convert_floating(*copy, at::kDouble);
+    convert_floating(*copy, at::kDouble, nullptr);
     copy->train(active_->is_training());
-    convert_floating(*module_, own_dtype_);  // the original goes back to its own dtype, exactly
+    convert_floating(*module_, own_dtype_, &twins_);  // the original goes back to its own dtype, exactly
     module64_ = std::move(copy);
     active_ = module64_.get();
     dtype_ = at::kDouble;

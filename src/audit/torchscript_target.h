@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/dtype_twins.h"
 #include "audit/model_file.h"
 
 namespace torch::jit {
@@ -67,6 +68,7 @@ class TorchScriptTarget : public ModelFileTarget {
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
   std::unique_ptr<torch::jit::Module> module64_;  // promoted copy (promote_float32_constants)
+  DtypeTwins twins_;                              // module_'s tensors in the other dtype
   torch::jit::Module* active_ = nullptr;          // the module forward runs: module_ or module64_
   ModelSignature signature_;
   std::string output_path_;

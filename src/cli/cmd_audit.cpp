@@ -117,6 +117,9 @@ void add_audit_options(po::options_description& desc) {
        "probe train mode even when the model's code proves it computes what eval mode does\n"
        "(forward never reads `training` and draws no random numbers: the tables are then eval's)")
       ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
+      ("probe-every-row", po::bool_switch(),
+       "probe every trial of every future table (default: the first trial screens each table, the\n"
+       "others run only where it moved)")
       ("property", po::value<int64_t>(),
        "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
        "shrunk to the smallest length and cut that still fail")
@@ -141,6 +144,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
   opt.length_check = !vm["no-length-check"].as<bool>();
   opt.batch_check = !vm["no-batch-check"].as<bool>();
   opt.train_by_proof = !vm["no-train-proof"].as<bool>();
+  opt.screen = !vm["probe-every-row"].as<bool>();
   validate_audit_options(opt);
   return opt;
 }

@@ -32,6 +32,7 @@ except ImportError:
 # The engine's sources the in-process audit runs, and nothing of the model-file formats (the
 # module is live), the built-in models or the suite runner, which would pull in all of src/core.
 ENGINE = [
+    "audit/audit_cost.cpp",          # what an audit spends: forwards, conversions, seconds by check
     "audit/audit_prober.cpp",        # the probes: perturb, compare, the precision floor
     "audit/audit_shard.cpp",         # rows over ranks (one rank in-process)
     "audit/causality_audit.cpp",     # the driver, to_json, the text summary

@@ -39,8 +39,8 @@ TEST(IncrementalControls, MatchBruteForce) {
 TEST(IncrementalControls, ACorrectCacheIsDecidedInFloat64AtRoundingLevel) {
   const auto r = audit_file("kv_cache.pt");
   EXPECT_TRUE(r.holds());
-  EXPECT_GT(r.max_effect_own, 0.0);  // float32 rounds differently in steps than in one forward ...
-  EXPECT_EQ(r.precision, "float64");  // ... so float64 decides
+  EXPECT_FALSE(r.max_effect_own);  // float32 steps and forward differ in shape: not compared ...
+  EXPECT_EQ(r.precision, "float64");  // ... float64 decides
   EXPECT_LT(r.max_effect, 1e-12);
   EXPECT_EQ(r.threshold, kLeakThreshold64);
   EXPECT_GE(r.partitions.size(), 5u);

@@ -142,7 +142,7 @@ nlohmann::json facts(const SuiteCaseResult& c) {
   // unseeded RNG drew).
   if (!c.result) return std::regex_replace(c.refusal, std::regex("[0-9][0-9.e+-]*"), "#");
   auto j = to_json(*c.result);
-  for (const char* k : {"seconds", "seconds_by_check", "probes", "notes", "train_mode_proof"}) j.erase(k);
+  for (const char* k : {"seconds", "seconds_by_check", "forwards", "probes", "notes", "train_mode_proof"}) j.erase(k);
   if (j.contains("incremental") && j["incremental"].is_object()) j["incremental"].erase("seconds");
   return j;
 }

@@ -1,5 +1,6 @@
 """The report is the CLI's: to_dict() equals `grassaudit audit --json` and str(report) its stdout,
-on the same model saved as TorchScript.
+on the same model saved as TorchScript, at the same thread count (1 and 2: equal JSON is a claim
+about one machine at one thread count; across thread counts, test_thread_counts_agree_on_decisions).
 
 Compared field for field except what names the target or measures wall time: `format`
 ("nn.Module" here, "torchscript" there), `target` (the module's class here, the file's path
@@ -19,6 +20,15 @@ import grassaudit
 import make_audit_controls as controls
 
 UNCOMPARED = ("format", "target", "seconds", "seconds_by_check")
+THREADS = [1, 2]
+
+
+def run_cli(cli, path, seq_len, inputs, json_path, threads, *flags):
+    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--threads", str(threads),
+           "--json", str(json_path), *flags]
+    for i in inputs:
+        cmd += ["--input", i]
+    return subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": str(threads)})
 
 
 def comparable(d: Dict) -> Dict:
@@ -79,17 +89,15 @@ def dict_out():
     return DictOut().eval(), ["tokens:30"], 12
 
 
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("make", [conv_symmetric, two_input_tuple, dict_out])
-def test_report_equals_cli(make, cli, tmp_path):
+def test_report_equals_cli(make, threads, cli, tmp_path):
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len)
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, threads=threads)
 
-    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--json", str(tmp_path / "cli.json")]
-    for i in inputs:
-        cmd += ["--input", i]
-    done = subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    done = run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads)
     assert done.returncode == (0 if report.causal else 1), done.stderr
     expected = json.loads((tmp_path / "cli.json").read_text())
 
@@ -105,28 +113,22 @@ def test_no_train_proof_equals_cli(make, cli, tmp_path):
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True, mode="both", batch=8)
-    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--no-train-proof", "--mode", "both",
-           "--batch", "8", "--json", str(tmp_path / "cli.json")]
-    for i in inputs:
-        cmd += ["--input", i]
-    subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True, mode="both", batch=8,
+                              threads=1)
+    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", 1, "--no-train-proof", "--mode", "both", "--batch", "8")
     assert comparable(report.to_dict()) == comparable(json.loads((tmp_path / "cli.json").read_text()))
 
 
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("make", [conv_symmetric, dict_out])
-def test_property_search_equals_cli(make, cli, tmp_path):
+def test_property_search_equals_cli(make, threads, cli, tmp_path):
     """property=N runs the CLI's RapidCheck search (the package's own runner module): the same
     cases, the same minimal counterexample (a leaky model) or none (a causal one)."""
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, property=20)
-    cmd = [cli, "audit", "--model", str(path), "--seq-len", str(seq_len), "--property", "20",
-           "--json", str(tmp_path / "cli.json")]
-    for i in inputs:
-        cmd += ["--input", i]
-    subprocess.run(cmd, capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"})
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, property=20, threads=threads)
+    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads, "--property", "20")
     got, expected = report.to_dict(), json.loads((tmp_path / "cli.json").read_text())
     assert comparable(got) == comparable(expected)
     if report.causal:
@@ -174,3 +176,38 @@ def test_code_that_asks_if_scripted_gets_no_proof():
     got = report.to_dict()
     assert got["train_mode_proof"] is None
     assert not report.causal and got["mode_horizons"] == {"eval": 0, "train": 1}
+
+
+def decisions(d: Dict) -> Dict:
+    """What the audit decided, without the measured magnitudes the JSON lists as
+    thread_dependent (and without the costs)."""
+    out = {k: v for k, v in d.items() if k not in UNCOMPARED + ("forwards", "threads", "thread_dependent")}
+    for k in ("max_effect", "max_effect_float32", "past_effect", "leak_map", "effect_at_horizon",
+              "effect_beyond_horizon", "threshold", "precision_floor", "gradient_check", "length_evidence",
+              "batch_evidence", "notes"):
+        out.pop(k, None)
+    out["violations"] = [{k: v for k, v in x.items() if k != "evidence"} for x in d["violations"]]
+    out["outputs"] = [{k: v for k, v in o.items() if k != "max_effect"} for o in d["outputs"]]
+    out["floor_measured"] = d["precision_floor"] is not None
+    out["gradient_verdict"] = (d["gradient_check"] or {}).get("verdict")
+    return out
+
+
+@pytest.mark.parametrize("make", [conv_symmetric, two_input_tuple, dict_out])
+def test_thread_counts_agree_on_decisions(make):
+    """At 1 and 2 threads the same decisions (verdict, horizons, violations, the precision that
+    decided, whether a floor was measured); the measured magnitudes may differ in the last bits
+    (a GEMM rounds a row differently in another thread split), so they are compared to 1e-6
+    relative, far below any threshold a decision is made against."""
+    model, inputs, seq_len = make()
+    one = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, threads=1).to_dict()
+    two = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, threads=2).to_dict()
+    assert one["threads"] == 1 and two["threads"] == 2
+    assert "past_effect" in one["thread_dependent"]
+    assert decisions(one) == decisions(two)
+    for k in ("max_effect", "max_effect_float32", "past_effect"):
+        assert one[k] == pytest.approx(two[k], rel=1e-6, abs=1e-12), k
+    # 100 x a measured rounding floor: rounding noise, whose size (not its bits) is the model's.
+    assert (one["threshold"] == 0) == (two["threshold"] == 0)
+    if one["threshold"]:
+        assert 0.25 < one["threshold"] / two["threshold"] < 4

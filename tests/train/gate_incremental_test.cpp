@@ -46,10 +46,10 @@ TEST(GateIncremental, CausalModelsGetTheirIncrementalPathAudited) {
     const auto inc = to_json(*r.incremental);
     EXPECT_TRUE(inc["holds"].get<bool>()) << mixer;
     EXPECT_EQ(inc["partitions"].size(), 2u);
-    // float32 steps may equal the full forward bitwise (exact zeros decide, as in the main
-    // audit: measured so on LibTorch 2.6); anything else is decided in float64.
-    if (inc["effect_own_dtype"].get<double>() > 0) EXPECT_EQ(inc["precision"], "float64");
-    else EXPECT_EQ(inc["precision"], "float32");
+    // Steps and forward differ in shape: a float32 model is compared in float64 directly
+    // (whether float32 agrees bit for bit depends on the CPU and the threads, not the model).
+    EXPECT_EQ(inc["precision"], "float64");
+    EXPECT_TRUE(inc["effect_own_dtype"].is_null());
     EXPECT_TRUE(has_check(r, "incremental"));
   }
 }

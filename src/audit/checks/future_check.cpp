@@ -22,12 +22,26 @@ int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
 
 namespace {
 
+// The table in the target's own dtype: the screen first (trial 0's rows, when there are other
+// trials and the options allow it); exact zeros there stand, anything else probes the whole table
+// as without the screen (so a table that moves is the same bits either way).
+EffectTable screened_table(Prober& prober, const AuditOptions& opt, AuditMode mode, int64_t len, Pass& first) {
+  if (opt.screen && opt.trials > 1) {
+    Pass screen;
+    EffectTable s = prober.screen_table(mode, len, screen);
+    first.probes += screen.probes;
+    if (s.max() == 0.0) return s;
+  }
+  return prober.probe_table(mode, len, first);
+}
+
 // One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
 // something moved -- the float64 re-run of the cuts that moved. Sets the decisive precision and
 // threshold in `d`.
-EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d) {
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt, AuditMode mode, int64_t len,
+                         DecidedTables& d) {
   prec.to_own();
-  const EffectTable t32 = prober.probe_table(mode, len, d.first);
+  const EffectTable t32 = screened_table(prober, opt, mode, len, d.first);
   const double moved = t32.max();
   const bool own64 = prec.own() == at::kDouble;
   auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
@@ -61,7 +75,7 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
       // Eval comes first at every length: a proven-equal train table is a copy of it.
       EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
                                ? d.decisive.tables.at({AuditMode::kEval, len})
-                               : decide_table(prec, prober, mode, len, d);
+                               : decide_table(prec, prober, opt, mode, len, d);
       const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();

@@ -50,28 +50,28 @@ class LengthCheck : public Check {
                                     guard, L));
       return;
     }
+    // A prefix run alone and the full run differ in shape, so in float32 they round differently
+    // by whatever the BLAS kernels and the thread split do with each shape: whether a float32
+    // screen of them moves depends on the CPU and the thread count, not on the model, so it
+    // cannot decide. The prefix runs go to float64 directly (the own dtype only where float64 is
+    // unavailable, judged against its float32 threshold).
+    const bool float64 = run.prec.to_float64();
+    const auto measured = run.prober.prefix_effects(L, lens, guard);
     run.prec.to_own();
-    const auto first = run.prober.prefix_effects(L, lens, guard);
-    std::vector<int64_t> failed, moved;
+    std::vector<int64_t> failed;
     std::string first_error;
-    for (const auto& pe : first) {
+    for (const auto& pe : measured)
       if (!pe.error.empty()) {
         failed.push_back(pe.prefix_len);
         if (first_error.empty()) first_error = pe.error;
-      } else if (pe.effect > 0) {
-        moved.push_back(pe.prefix_len);
       }
-    }
     if (!failed.empty())
       r.notes.push_back(fmt::format("length check: the model does not run at prefix length(s) {} ({}); those were "
                                     "skipped",
                                     fmt::join(failed, ","), first_error));
-    if (failed.size() == first.size()) return;  // nothing compared: not checked
+    if (failed.size() == measured.size()) return;  // nothing compared: not checked
     r.length_dependent = false;
-    const auto d = decide_screened<std::vector<PrefixEffect>>(
-        run.prec, first, !moved.empty(), ThresholdKind::kComparison,
-        [&] { return run.prober.prefix_effects(L, moved, guard); });
-    run.prec.to_own();
+    const Decided<std::vector<PrefixEffect>> d{measured, float64, run.prec.threshold()};
     const PrefixEffect* worst = nullptr;
     for (const auto& pe : d.value)
       if (pe.error.empty() && pe.effect > d.threshold && (!worst || pe.effect > worst->effect)) worst = &pe;

@@ -83,9 +83,17 @@ class PastCheck : public Check {
                              Pass& scratch32, Pass& scratch64) {
     PrecisionSwitch& prec = run.prec;
     prec.to_own();
-    const EffectTable t32 = run.prober.rerun_cuts(mode, len, only, scratch32, Side::kPast);
     f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
-    const TableVerdict v = grassaudit::judge(t32, f64 ? prec.horizon_threshold() : kPastCertain32, Side::kPast);
+    const double certain = f64 ? prec.horizon_threshold() : kPastCertain32;
+    // Cuts in ascending order: cut c reaches at most distance len - c, so once that is below the
+    // horizon the cells already probed prove, no later cut can raise the horizon or hold a cell at
+    // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at).
+    const Prober::TableDone beyond_reach = [&](const EffectTable& so_far, int64_t next_cut) {
+      return len - next_cut < grassaudit::judge(so_far, certain, Side::kPast).horizon;
+    };
+    const EffectTable t32 =
+        run.prober.rerun_cuts(mode, len, only, scratch32, Side::kPast, only.empty() ? beyond_reach : Prober::TableDone{});
+    const TableVerdict v = grassaudit::judge(t32, certain, Side::kPast);
     if (f64) return v;
     std::vector<int64_t> cuts;
     for (int64_t c = 1; c < len; ++c)

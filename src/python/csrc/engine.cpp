@@ -419,6 +419,7 @@ AuditOptions audit_options(const py::dict& o, int64_t seq_len) {
   opt.length_check = !option<bool>(o, "no_length_check", false);
   opt.batch_check = !option<bool>(o, "no_batch_check", false);
   opt.train_by_proof = !option<bool>(o, "no_train_proof", false);
+  opt.screen = !option<bool>(o, "probe_every_row", false);
   validate_audit_options(opt);
   opt.seq_lens = option<std::vector<int64_t>>(o, "seq_lens", {});
   for (int64_t l : opt.seq_lens)
