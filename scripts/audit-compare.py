@@ -57,6 +57,10 @@ def case_args(suite_dir, c):
         args += ["--allow-lookahead", str(k["lookahead"])]
     if "window" in k:
         args += ["--window", str(k["window"])]
+    for st in c.get("state", []):
+        args += ["--state", st]
+    if "state_init" in c:
+        args += ["--state-init", os.path.join(suite_dir, c["state_init"])]
     if c.get("incremental"):
         args += ["--incremental"]
     if c.get("gradient_check") is False:

@@ -80,6 +80,7 @@ struct AuditCost {
   std::string verdict;
   int64_t probes;
   std::string precision;
+  double forward_equivalents;  // what the gate ran, in forwards of its audited batch (AuditResult::forwards)
 };
 
 // One result's JSON (with the GEMM fraction and the audit cost when measured), and its line on stderr.
@@ -98,9 +99,14 @@ nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* 
     j["audit_precision"] = ac->precision;
     j["epoch_seconds_estimate"] = ac->epoch_seconds;
     j["audit_fraction_of_epoch"] = ac->audit_seconds / ac->epoch_seconds;
-    std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.2f}% of a {:.0f} s training epoch\n", t.mixer,
-                             ac->audit_seconds, ac->verdict, 100 * ac->audit_seconds / ac->epoch_seconds,
-                             ac->epoch_seconds);
+    // The gate in training steps of the same model, timed in the same process.
+    const double steps = ac->audit_seconds / (t.ms_median / 1000);
+    j["audit_training_steps"] = steps;
+    j["audit_forward_equivalents"] = ac->forward_equivalents;
+    std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.1f} training steps = {:.2f}% of a {:.0f} s "
+                             "training epoch; it ran {:.1f} forward-equivalents\n",
+                             t.mixer, ac->audit_seconds, ac->verdict, steps, 100 * ac->audit_seconds / ac->epoch_seconds,
+                             ac->epoch_seconds, ac->forward_equivalents);
   }
   std::string label = t.mixer;
   if (!t.loss_impl.empty()) label += " " + t.loss_impl + (t.loss_chunk > 0 ? fmt::format("/{}", t.loss_chunk) : "");
@@ -300,8 +306,10 @@ int run(int argc, char** argv) {
     if (epoch_tokens > 0)
       for (size_t k = 0; k < results.size(); ++k) {
         const auto& t = results[k];
-        audit_costs[k] = {audits[k].seconds, epoch_tokens / t.tokens_per_second, verdict_name(audits[k].verdict),
-                                audits[k].probes, audits[k].precision};
+        const auto& a = audits[k];
+        const double unit = static_cast<double>(a.unit_rows * a.unit_len);
+        audit_costs[k] = {a.seconds, epoch_tokens / t.tokens_per_second, verdict_name(a.verdict), a.probes,
+                          a.precision, unit > 0 ? a.forwards.total().tokens / unit : 0.0};
       }
   } else {
     for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "precision"})

@@ -18,7 +18,10 @@ namespace {
 struct Switch {
   long kill_at = 0;        // 0 = never
   std::string log_path;    // "" = no record
+  std::string snapshot_of, snapshot_to;  // "" = no snapshots
+  long snapshot_at = 0;    // 0 = at every point
   long count = 0;
+  bool active() const { return kill_at != 0 || !log_path.empty() || !snapshot_to.empty(); }
 };
 
 Switch& the_switch() {
@@ -26,9 +29,31 @@ Switch& the_switch() {
     Switch w;
     if (const char* k = std::getenv("GRASSAUDIT_KILL_AT_WRITE")) w.kill_at = std::strtol(k, nullptr, 10);
     if (const char* p = std::getenv("GRASSAUDIT_WRITE_POINTS")) w.log_path = p;
+    const char* of = std::getenv("GRASSAUDIT_SNAPSHOT_OF");
+    const char* to = std::getenv("GRASSAUDIT_SNAPSHOT_TO");
+    if (of && to && *of && *to) {
+      w.snapshot_of = of;
+      w.snapshot_to = to;
+      if (const char* at = std::getenv("GRASSAUDIT_SNAPSHOT_AT")) w.snapshot_at = std::strtol(at, nullptr, 10);
+    }
     return w;
   }();
   return s;
+}
+
+// DIR as it is now, to DEST/N: a test's switch, so a failure ends the process loudly.
+void snapshot(const Switch& s) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(s.snapshot_of, ec)) return;
+  const fs::path dest = fs::path(s.snapshot_to) / std::to_string(s.count);
+  fs::create_directories(dest.parent_path(), ec);
+  fs::copy(s.snapshot_of, dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) {
+    std::fprintf(stderr, "GRASSAUDIT_SNAPSHOT_TO: cannot copy %s to %s: %s\n", s.snapshot_of.c_str(),
+                 dest.c_str(), ec.message().c_str());
+    std::_Exit(70);
+  }
 }
 
 void sync_fd_of(const std::string& path, int flags, const char* what) {
@@ -58,7 +83,7 @@ const char* write_point_name(WritePoint kind) {
 
 void write_point(WritePoint kind, const std::string& path) {
   Switch& s = the_switch();
-  if (s.kill_at == 0 && s.log_path.empty()) return;
+  if (!s.active()) return;
   ++s.count;
   if (!s.log_path.empty()) {
     // O_APPEND and one write per line: the record survives the kill that may follow.
@@ -70,6 +95,7 @@ void write_point(WritePoint kind, const std::string& path) {
       ::close(fd);
     }
   }
+  if (!s.snapshot_to.empty() && (s.snapshot_at == 0 || s.count == s.snapshot_at)) snapshot(s);
   if (s.count == s.kill_at) ::kill(::getpid(), SIGKILL);
 }
 

@@ -7,6 +7,12 @@
 //   GRASSAUDIT_KILL_AT_WRITE=N     SIGKILL at the N-th point of this process (counted from 1)
 //   GRASSAUDIT_WRITE_POINTS=FILE   append "N kind path" for every point reached (the count a
 //                                  test needs to kill a run at each of them)
+//   GRASSAUDIT_SNAPSHOT_OF=DIR     with GRASSAUDIT_SNAPSHOT_TO=DEST: at every point (or only at
+//                                  the N-th, GRASSAUDIT_SNAPSHOT_AT=N) copy DIR to DEST/N and go
+//                                  on. The copy is what a SIGKILL at that point leaves of DIR (the
+//                                  process stands still inside the point; what it wrote is in
+//                                  the files, nothing more), so one run yields the state after a
+//                                  kill at each of its points (DEST/N absent: DIR did not exist).
 //
 // Unset (every normal run), a point costs one branch on a value read once.
 #include <string>

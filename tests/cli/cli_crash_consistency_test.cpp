@@ -1,9 +1,11 @@
 // Crash consistency of training runs: a run killed (SIGKILL: no handler, no flush) at ANY
 // durable-write point, then resumed (or started again where no checkpoint existed yet), ends with
 // exactly the uninterrupted run's files: the metrics log(s) record for record, the final weights,
-// summary.json and the audit verdict. Each pass kills every point: the first resumes once, the
-// second kills the resume too, at its own point of the same number. The last checkpoint loads
-// after every kill. Both trainers: the language model and SNLI.
+// summary.json and the audit verdict. Every point is killed, and every resume is killed too, at
+// its own point of the same number, then resumed again. The kills are copies of the run's folder
+// taken at each point of one run (write_points.h: the state a SIGKILL there leaves), checked
+// against real kills at three points. The last checkpoint loads after every kill. Both trainers:
+// the language model and SNLI.
 #include <gtest/gtest.h>
 
 #include <torch/version.h>
@@ -93,35 +95,83 @@ struct RunFiles {
   return ::testing::AssertionFailure() << (have_ckpt ? "resume" : "fresh start") << " failed\n" << show(r);
 }
 
-// One pass over every write point of `cmd`; pass 2 kills the resume too.
-void kill_at_every_point(const TempDir& t, const Cli& cli, const Command& cmd, int pass) {
+// A copy of `from` (a snapshot, write_points.h) as `to`, or no `to` where there is none.
+void restore_snapshot(const std::string& from, const std::string& to) {
+  fs::remove_all(to);
+  fs::create_directories(fs::path(to).parent_path());
+  if (fs::exists(from)) fs::copy(from, to, fs::copy_options::recursive);
+}
+
+// Every file and folder under `dir`, relative, with whether it is empty.
+std::vector<std::string> tree_of(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out.push_back(fs::relative(e.path(), dir).string() + (e.is_regular_file() && e.file_size() == 0 ? " (empty)" : ""));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every write point of `cmd` killed (those with n % parts == part): one recorded run leaves, at
+// each of its points, a copy of its folder, which is what a SIGKILL there leaves (write_points.h,
+// GRASSAUDIT_SNAPSHOT_*). From each, the user's resume runs to the end and must write what the
+// uninterrupted run wrote; that resume's own n-th point is copied too, and from there (the resume
+// killed at its n-th point) the run is resumed again and must end the same. A few points are
+// killed for real as well: the same files and folders as their copies (the copy is the kill).
+void kill_at_every_point(const TempDir& t, const Cli& cli, const Command& cmd, int part, int parts) {
   // A first run fills the token cache, so every later run reaches the same points. The runs
   // compared are all called "run" (a summary names its run by the folder).
   RunResult r = cli.run(cmd.fresh(t.file("warm/run")), 120);
   ASSERT_EQ(r.status, 0) << show(r);
-  const std::string ref = t.file("ref/run");
-  const auto points = record_write_points(cli, cmd.fresh(ref), t.file("points.txt"), &r);
+  const std::string ref = t.file("ref/run"), snaps = t.file("snaps");
+  r = cli.run(cmd.fresh(ref), 120,
+              {{"GRASSAUDIT_WRITE_POINTS", t.file("points.txt")}, {"GRASSAUDIT_SNAPSHOT_OF", ref},
+               {"GRASSAUDIT_SNAPSHOT_TO", snaps}});
   ASSERT_EQ(r.status, 0) << show(r);
+  const auto points = lines_of(read_text(t.file("points.txt")));
   const RunFiles want = RunFiles::of(ref, cmd);
   ASSERT_GE(points.size(), 20u) << "too few write points recorded";
   ::testing::Test::RecordProperty("write_points", static_cast<int>(points.size()));
-  for (int n = 1; n <= static_cast<int>(points.size()); ++n) {
-    SCOPED_TRACE("pass " + std::to_string(pass) + ", killed at point " + points[n - 1]);
-    const std::string out = t.file("kill/run");
+  const int N = static_cast<int>(points.size());
+  ASSERT_TRUE(fs::exists(snaps + "/" + std::to_string(N))) << "no copy at the last point: the switch did not run";
+  for (int n : {1, N / 2, N}) {  // the copy is the kill: the first point, one inside, the last
+    if (n % parts != part) continue;
+    SCOPED_TRACE("killed for real at point " + points[n - 1]);
+    const std::string out = t.file("real/run");
     fs::remove_all(out);
     bool killed = false;
     ASSERT_TRUE(KilledAt(cli, cmd.fresh(out), n, &killed));
-    ASSERT_TRUE(killed) << "the uninterrupted run reached this point, so this one must";
+    ASSERT_TRUE(killed);
+    EXPECT_EQ(tree_of(out), tree_of(snaps + "/" + std::to_string(n)));
+  }
+  int resumes_killed = 0;
+  for (int n = 1; n <= N; ++n) {
+    if (n % parts != part) continue;
+    SCOPED_TRACE("killed at point " + points[n - 1]);
+    const std::string out = t.file("kill/run"), resumed = t.file("resume-snaps");
+    restore_snapshot(snaps + "/" + std::to_string(n), out);
     ASSERT_TRUE(CheckpointLoadsIfPresent(out, cmd));
-    if (pass == 2) {
-      ASSERT_TRUE(FinishAfterKill(cli, cmd, out, kill_at(n)));
-      ASSERT_TRUE(CheckpointLoadsIfPresent(out, cmd));
-    }
+    fs::remove_all(resumed);
+    ASSERT_TRUE(FinishAfterKill(cli, cmd, out,
+                                {{"GRASSAUDIT_SNAPSHOT_OF", out}, {"GRASSAUDIT_SNAPSHOT_TO", resumed},
+                                 {"GRASSAUDIT_SNAPSHOT_AT", std::to_string(n)}}));
+    if (!fs::exists(out + "/summary.json")) ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
+    ASSERT_TRUE(SameFiles(RunFiles::of(out, cmd), want));
+    EXPECT_TRUE(NoTempFiles(out));
+    // The resume killed at its own n-th point (when it reached one), then resumed again.
+    const std::string again = resumed + "/" + std::to_string(n);
+    if (!fs::exists(again)) continue;
+    ++resumes_killed;
+    SCOPED_TRACE("and its resume killed at its point " + std::to_string(n));
+    restore_snapshot(again, out);
+    ASSERT_TRUE(CheckpointLoadsIfPresent(out, cmd));
     ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
     if (!fs::exists(out + "/summary.json")) ASSERT_TRUE(FinishAfterKill(cli, cmd, out));
     ASSERT_TRUE(SameFiles(RunFiles::of(out, cmd), want));
     EXPECT_TRUE(NoTempFiles(out));
   }
+  ::testing::Test::RecordProperty("resumes_killed", resumes_killed);
+  EXPECT_GE(resumes_killed, N / parts / 2) << "most resumes reach the point of the same number";
 }
 
 // ---- the language model: two epochs of 6 steps, train records and last.ckpt at epoch ends ----
@@ -138,16 +188,17 @@ Command lm_command(const TrainingFixture& f) {
           [](const std::string& ck) { return loaded_weights_hash(ck); }};
 }
 
-TEST(CliCrashConsistency, LmRunKilledAtEveryWritePointResumesToTheSameFiles) {
+// Two tests each (the odd and the even points), so that ctest runs the halves side by side.
+TEST(CliCrashConsistency, LmRunKilledAtEveryOddWritePointAndDuringItsResumeEndsTheSame) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TrainingFixture f(40, few_points_config(), 30);
-  kill_at_every_point(f.t, f.cli, lm_command(f), 1);
+  kill_at_every_point(f.t, f.cli, lm_command(f), 1, 2);
 }
 
-TEST(CliCrashConsistency, LmRunKilledAgainDuringItsResume) {
+TEST(CliCrashConsistency, LmRunKilledAtEveryEvenWritePointAndDuringItsResumeEndsTheSame) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TrainingFixture f(40, few_points_config(), 30);
-  kill_at_every_point(f.t, f.cli, lm_command(f), 2);
+  kill_at_every_point(f.t, f.cli, lm_command(f), 0, 2);
 }
 
 // ---- SNLI: two seeds of one epoch on the first pairs of the shared dev and test splits ----
@@ -192,22 +243,22 @@ Command nli_command(const std::string& data) {
           [](const std::string& ck) { return loaded_nli_weights_hash(ck); }};
 }
 
-TEST(CliCrashConsistency, SnliRunKilledAtEveryWritePointResumesToTheSameFiles) {
+TEST(CliCrashConsistency, SnliRunKilledAtEveryOddWritePointAndDuringItsResumeEndsTheSame) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
   const std::string data = small_snli(t);
   if (data.empty()) GTEST_SKIP() << "shared SNLI data absent";
-  kill_at_every_point(t, cli, nli_command(data), 1);
+  kill_at_every_point(t, cli, nli_command(data), 1, 2);
 }
 
-TEST(CliCrashConsistency, SnliRunKilledAgainDuringItsResume) {
+TEST(CliCrashConsistency, SnliRunKilledAtEveryEvenWritePointAndDuringItsResumeEndsTheSame) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
   const std::string data = small_snli(t);
   if (data.empty()) GTEST_SKIP() << "shared SNLI data absent";
-  kill_at_every_point(t, cli, nli_command(data), 2);
+  kill_at_every_point(t, cli, nli_command(data), 0, 2);
 }
 
 }  // namespace
