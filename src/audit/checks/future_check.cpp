@@ -22,26 +22,25 @@ int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
 
 namespace {
 
-// The table in the target's own dtype: the screen first (trial 0's rows, when there are other
-// trials and the options allow it); exact zeros there stand, anything else probes the whole table
-// as without the screen (so a table that moves is the same bits either way).
-EffectTable screened_table(Prober& prober, const AuditOptions& opt, AuditMode mode, int64_t len, Pass& first) {
-  if (opt.screen && opt.trials > 1) {
-    Pass screen;
-    EffectTable s = prober.screen_table(mode, len, screen);
-    first.probes += screen.probes;
-    if (s.max() == 0.0) return s;
-  }
-  return prober.probe_table(mode, len, first);
-}
+// The screen moved: the tables are decided again without it, from the first.
+struct ScreenMoved {};
 
 // One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
 // something moved -- the float64 re-run of the cuts that moved. Sets the decisive precision and
-// threshold in `d`.
-EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt, AuditMode mode, int64_t len,
-                         DecidedTables& d) {
+// threshold in `d`. `screen`: trial 0's rows first; exact zeros there stand for the table,
+// anything else throws ScreenMoved (nothing but screen passes has run by then).
+// screen_probes (not null: screening) counts the screen's rows.
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d,
+                         int64_t* screen_probes) {
   prec.to_own();
-  const EffectTable t32 = screened_table(prober, opt, mode, len, d.first);
+  if (screen_probes) {
+    Pass pass;
+    EffectTable s = prober.screen_table(mode, len, pass);
+    *screen_probes += pass.probes;
+    if (s.max() > 0.0) throw ScreenMoved{};
+    return s;
+  }
+  const EffectTable t32 = prober.probe_table(mode, len, d.first);
   const double moved = t32.max();
   const bool own64 = prec.own() == at::kDouble;
   auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
@@ -58,9 +57,9 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, const AuditOptio
 // Table by table, lengths outer and modes inner (both modes of the main length come first), each
 // decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
 // train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
-DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
-                            const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                            bool train_from_eval) {
+DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
+                                 const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                                 bool train_from_eval, int64_t* screen_probes) {
   const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = lens;
@@ -75,7 +74,7 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
       // Eval comes first at every length: a proven-equal train table is a copy of it.
       EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
                                ? d.decisive.tables.at({AuditMode::kEval, len})
-                               : decide_table(prec, prober, opt, mode, len, d);
+                               : decide_table(prec, prober, mode, len, d, screen_probes);
       const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
@@ -89,6 +88,29 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
     }
   }
   if (prec.unavailable()) d.decisive.dtype = own_dtype;
+  return d;
+}
+
+// The screen (opt.screen, with trials to spare): every table from trial 0's rows. When all of them
+// are exact zeros they stand (a model whose tables are zeros costs a third of the rows). The
+// first that moves ends the screened attempt, and the tables are decided from the first without
+// it, exactly as with --probe-every-row: a model with any table that moves gets every fact it
+// gets without the screen (the screen's rows are added to the probe count).
+DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
+                            const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                            bool train_from_eval) {
+  int64_t screen_probes = 0;
+  if (opt.screen && opt.trials > 1) {
+    try {
+      DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval, &screen_probes);
+      d.first.probes += screen_probes;
+      return d;
+    } catch (const ScreenMoved&) {
+      // Only screen passes ran: no table kept, no float64, nothing else to undo.
+    }
+  }
+  DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval, nullptr);
+  d.first.probes += screen_probes;
   return d;
 }
 
