@@ -28,17 +28,17 @@ void CostMeter::record_forward(at::ScalarType dtype, int64_t rows, int64_t len) 
   const ForwardCount one{1, rows * len};
   const std::string key = dtype_key(dtype);
   total_.by_dtype[key] += one;
-  (stack_.empty() ? unsectioned_ : stack_.back().own).by_dtype[key] += one;
+  if (!stack_.empty()) stack_.back().own.by_dtype[key] += one;
 }
 
 void CostMeter::record_conversion() {
   ++total_.conversions;
-  ++(stack_.empty() ? unsectioned_ : stack_.back().own).conversions;
+  if (!stack_.empty()) ++stack_.back().own.conversions;
 }
 
 void CostMeter::absorb(const CostMeter& other) {
   total_ += other.total_;
-  (stack_.empty() ? unsectioned_ : stack_.back().own) += other.total_;
+  if (!stack_.empty()) stack_.back().own += other.total_;
 }
 
 SectionCost& CostMeter::section(const std::string& name) {
@@ -70,8 +70,6 @@ CostScope::~CostScope() {
   t_meter = previous_;
   if (previous_ && mine) previous_->absorb(*mine);
 }
-
-CostMeter* current_cost_meter() { return t_meter; }
 
 CostSection::CostSection(const std::string& name) : meter_(t_meter) {
   if (meter_) meter_->enter(name);

@@ -70,7 +70,6 @@ class CostMeter {
   std::vector<Frame> stack_;
   std::vector<SectionCost> sections_;
   ForwardLedger total_;
-  ForwardLedger unsectioned_;
 };
 
 // Installs `meter` as this thread's audit meter for its lifetime (the previous one comes back
@@ -85,9 +84,6 @@ class CostScope {
  private:
   CostMeter* previous_;
 };
-
-// The meter of the audit running on this thread, or nullptr.
-CostMeter* current_cost_meter();
 
 // Charges the time and forwards inside it to `name` in the current meter (nothing without one).
 class CostSection {

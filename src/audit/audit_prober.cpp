@@ -227,17 +227,13 @@ EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side
 
 EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side,
                                const TableDone& done) {
-  EffectTable table;
-  table.L = L;
-  table.effect.assign(static_cast<size_t>(L * L), 0.0);
+  EffectTable table = EffectTable::zeros(L);
   probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false);
   return table;
 }
 
 EffectTable Prober::screen_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
-  EffectTable table;
-  table.L = L;
-  table.effect.assign(static_cast<size_t>(L * L), 0.0);
+  EffectTable table = EffectTable::zeros(L);
   probe(mode, L, table, pass, {}, side, {}, /*first_trial_only=*/true);
   return table;
 }
@@ -250,12 +246,7 @@ EffectTable Prober::rerun_nonzero(AuditMode mode, const EffectTable& first, Pass
         cuts.push_back(c);
         break;
       }
-  if (cuts.empty()) {
-    EffectTable table;
-    table.L = first.L;
-    table.effect.assign(first.effect.size(), 0.0);
-    return table;
-  }
+  if (cuts.empty()) return EffectTable::zeros(first.L);
   return rerun_cuts(mode, first.L, cuts, pass, side);
 }
 

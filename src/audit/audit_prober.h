@@ -35,6 +35,8 @@ enum class Side { kFuture, kPast };
 struct EffectTable {
   int64_t L = 0;
   std::vector<double> effect;
+  // L x L cells, all zero.
+  static EffectTable zeros(int64_t L) { return EffectTable{L, std::vector<double>(static_cast<size_t>(L * L), 0.0)}; }
   double at(int64_t t, int64_t c) const { return effect[static_cast<size_t>(t * L + c)]; }
   double max() const { return effect.empty() ? 0.0 : *std::max_element(effect.begin(), effect.end()); }
   void raise(int64_t t, int64_t c, double v) {
