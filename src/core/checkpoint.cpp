@@ -7,11 +7,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sstream>
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -171,6 +176,76 @@ torch::serialize::InputArchive open_archive(const std::string& path, const std::
   return archive;
 }
 
+// The key under which the optimizer keeps a parameter's state: its TensorImpl's address, held as
+// the string LibTorch 1.x prints for it ("0x55..."), or as the pointer itself (2.x).
+template <typename Key>
+Key optimizer_state_key(at::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << static_cast<const void*>(impl);
+    return s.str();
+  } else {
+    return impl;
+  }
+}
+
+int64_t archive_count(torch::serialize::InputArchive& archive, const std::string& key) {
+  at::Tensor n;
+  archive.read(key, n);
+  if (n.numel() != 1) throw InputError(fmt::format("optimizer record {} is not a count", key));
+  return n.item<int64_t>();
+}
+
+// AdamW's state as both LibTorch versions write it: "state" holds <key>/{step, exp_avg,
+// exp_avg_sq[, max_exp_avg_sq]}, "param_groups" holds param_groups/<i>/params/<j> = <key>; <key> names
+// a parameter by its address when it was written. Optimizer::load maps them back by parsing that
+// address, and 1.x writes it in hex ("0x55...") while 2.x parses decimal: every state of a 1.x
+// file lands on one key and the rest are null (a crash at the first step). Matching the key
+// strings as written reads either version's file on either version. The group options are the
+// resumed config's, as 1.x leaves them.
+void load_adamw_state(torch::serialize::InputArchive& archive, torch::optim::Optimizer& optimizer) {
+  c10::IValue version;
+  if (!archive.try_read("pytorch_version", version))
+    throw InputError("optimizer state in a layout older than LibTorch 1.5");
+  torch::serialize::InputArchive state_archive, groups_archive;
+  archive.read("state", state_archive);
+  archive.read("param_groups", groups_archive);
+  std::map<std::string, std::unique_ptr<torch::optim::AdamWParamState>> saved;
+  for (const auto& key : state_archive.keys()) {
+    torch::serialize::InputArchive one;
+    state_archive.read(key, one);
+    auto state = std::make_unique<torch::optim::AdamWParamState>();
+    state->serialize(one);
+    if (!state->exp_avg().defined() || !state->exp_avg_sq().defined())
+      throw InputError(fmt::format("optimizer state {} has no moment estimates", key));
+    saved[key] = std::move(state);
+  }
+  const int64_t groups = archive_count(groups_archive, "param_groups/size");
+  if (groups != static_cast<int64_t>(optimizer.param_groups().size()))
+    throw InputError(fmt::format("{} parameter groups stored, {} in the model", groups, optimizer.param_groups().size()));
+  using Key = typename std::decay_t<decltype(optimizer.state())>::key_type;
+  for (int64_t i = 0; i < groups; ++i) {
+    torch::serialize::InputArchive group;
+    groups_archive.read("param_groups/" + std::to_string(i), group);
+    const auto& params = optimizer.param_groups()[static_cast<size_t>(i)].params();
+    const int64_t size = archive_count(group, "params/size");
+    if (size != static_cast<int64_t>(params.size()))
+      throw InputError(fmt::format("parameter group {} holds {} parameters stored, {} in the model", i, size,
+                                   params.size()));
+    for (int64_t j = 0; j < size; ++j) {
+      c10::IValue key;
+      group.read("params/" + std::to_string(j), key);
+      if (!key.isString()) throw InputError(fmt::format("parameter group {} entry {} is not a key", i, j));
+      const auto found = saved.find(key.toStringRef());
+      if (found == saved.end()) continue;  // a parameter without state yet: no step has touched it
+      const auto& p = params[static_cast<size_t>(j)];
+      if (!found->second || found->second->exp_avg().sizes() != p.sizes())
+        throw InputError(fmt::format("optimizer state for parameter {} of group {} does not match its shape", j, i));
+      optimizer.state()[optimizer_state_key<Key>(p.unsafeGetTensorImpl())] = std::move(found->second);
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json load_training_archive(const std::string& path, const std::string& magic, const std::string& kind,
@@ -235,7 +310,9 @@ void load_training_state(const std::string& path, const std::string& magic, cons
     if (!archive.try_read("optimizer", opt_archive))
       throw InputError(fmt::format("{}: checkpoint has no optimizer state", path));
     try {
-      optimizer.load(opt_archive);
+      load_adamw_state(opt_archive, optimizer);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: optimizer state does not match ({})", path, e.what()));
     } catch (const c10::Error& e) {
       throw InputError(
           fmt::format("{}: optimizer state does not match ({})", path, first_line(e.what_without_backtrace())));
