@@ -325,12 +325,36 @@ class NoGrad(nn.Module):
         return u + h.cumsum(1) * 0.1
 
 
+class Guarded(nn.Module):
+    """Attention through a registered 128 x 128 tril mask sliced [:T, :T] (the exporter proves
+    T <= 128), plus a max over the four positions up to each one (unfold) or, leaky, a top-4 over
+    the whole sequence: either needs T >= 4, a guard the exporter adds on its own (Dim.AUTO)."""
+
+    def __init__(self, leaky: bool):
+        super().__init__()
+        self.leaky = leaky
+        self.q = nn.Linear(D, D)
+        self.register_buffer("mask", torch.tril(torch.ones(128, 128, dtype=torch.bool)))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        T = h.shape[1]
+        att = (self.q(h) @ h.transpose(1, 2)) / D ** 0.5
+        u = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1) @ h
+        if self.leaky:
+            extra = torch.topk(u, 4, dim=1).values.mean(1, keepdim=True)
+        else:
+            extra = torch.cat([u[:, :3], u.unfold(1, 4, 1).amax(-1)], 1)
+        return u + 0.5 * extra
+
+
 def C(name, build, verdict, horizon, why, static=False, batch=2, inputs=("tokens:64",), zero_o=None,
-      no_grad=False):
+      no_grad=False, shapes=None):
     """no_grad: exported under torch.no_grad() (PyTorch 2.6 exports while_loop, scan and map only
-    without autograd: a body whose outputs require grad is refused or not traced)."""
+    without autograd: a body whose outputs require grad is refused or not traced). shapes: the
+    dynamic dimensions, "auto" (Dim.AUTO: the exporter proves the ranges, with the guards it adds)
+    or {"batch": (min, max)}; default Dim("batch", 1, 4096) and Dim("seq", 2, MAX_LEN)."""
     return dict(name=name, build=build, verdict=verdict, horizon=horizon, why=why, static=static, batch=batch,
-                inputs=list(inputs), zero_o=zero_o, no_grad=no_grad)
+                inputs=list(inputs), zero_o=zero_o, no_grad=no_grad, shapes=shapes)
 
 
 L1 = SEQ_LEN - 1
@@ -344,6 +368,14 @@ CASES = [
     C("gpt-block-no-mask", lambda: TokenLM(GptBlock(False)), "leaky", L1, "the GPT block without its mask"),
     C("gpt-block-static", lambda: TokenLM(GptBlock(True)), "causal", 0,
       "the GPT block exported with static shapes (batch 2, length 16)", static=True),
+    C("guarded-window-max", lambda: TokenLM(Guarded(False)), "causal", 0,
+      "a sliced 128-row mask buffer and a max over four positions: exported (Dim.AUTO) for seq in [4, 128]",
+      shapes="auto"),
+    C("guarded-topk", lambda: TokenLM(Guarded(True)), "leaky", L1,
+      "a sliced 128-row mask buffer and a top-4 over the sequence: exported (Dim.AUTO) for seq in [4, 128]",
+      shapes="auto"),
+    C("sdpa-no-mask-batch-2-16", lambda: TokenLM(Sdpa("none")), "leaky", L1,
+      "F.scaled_dot_product_attention without a mask, exported for batch sizes [2, 16]", shapes={"batch": (2, 16)}),
     C("rope-gqa-causal", lambda: TokenLM(RopeGqa(True)), "causal", 0, "RoPE + grouped-query attention, is_causal"),
     C("rope-gqa-no-mask", lambda: TokenLM(RopeGqa(False)), "leaky", L1, "RoPE + grouped-query attention, no mask"),
     C("conv-causal", lambda: TokenLM(Conv(True)), "causal", 0, "Conv1d with left padding 2 (kernel 3)"),
@@ -420,7 +452,11 @@ def export(case: Dict, redrawn: bool = False) -> str:
         if case["static"]:
             ep = torch.export.export(model, args)
         else:
-            B, L = Dim("batch", min=1, max=4096), Dim("seq", min=2, max=MAX_LEN)
+            if case["shapes"] == "auto":
+                B, L = Dim.AUTO, Dim.AUTO
+            else:
+                lo, hi = (case["shapes"] or {}).get("batch", (1, 4096))
+                B, L = Dim("batch", min=lo, max=hi), Dim("seq", min=2, max=MAX_LEN)
             shapes = tuple({0: B, 1: L} for _ in args)
             ep = torch.export.export(model, args, dynamic_shapes=shapes)
     path = os.path.join(OUT, case["name"].replace("-", "_") + (".redrawn.tmp.pt2" if redrawn else ".pt2"))
@@ -470,6 +506,18 @@ def run_float64(m, run):
                 node.kwargs = {k: torch.float64 if v is torch.float32 else v for k, v in node.kwargs.items()}
         m.recompile()
         return run()
+
+
+def declared_lengths(path: str):
+    """(lo, hi) of the first input's sequence dimension as the archive declares it: its static size,
+    or the range the exporter proved for its symbol (hi None: unbounded)."""
+    ep = torch.export.load(path)
+    node = next(n for n in ep.graph.nodes if n.op == "placeholder" and n.name in ep.graph_signature.user_inputs)
+    size = node.meta["val"].shape[1]
+    if isinstance(size, int):
+        return size, size
+    vr = ep.range_constraints[size.node.expr]
+    return int(vr.lower), (int(vr.upper) if vr.upper.is_finite else None)
 
 
 def brute_force(path: str, case: Dict, L: int) -> Dict:
@@ -551,7 +599,10 @@ def main() -> None:
         for node in torch.export.load(path).graph.nodes:
             if node.op == "call_function":
                 census.add(str(node.target))
-        lengths = [SEQ_LEN] if case["static"] else mac.schedule(SEQ_LEN)
+        lo, hi = declared_lengths(path)
+        lengths = [n for n in mac.schedule(SEQ_LEN) if lo <= n and (hi is None or n <= hi)]
+        if case["static"] != (lengths == [SEQ_LEN] and lo == hi):
+            failures.append(f"{case['name']}: declared lengths [{lo}, {hi}], static={case['static']}")
         horizon = max(brute_force(path, case, L)["horizon"] for L in lengths)
         verdict = "leaky" if horizon > 0 else "causal"
         if (verdict, horizon) != (case["verdict"], case["horizon"]):
@@ -584,7 +635,8 @@ def main() -> None:
         entry = {"name": case["name"], "model": rel, "seq_len": SEQ_LEN, "mode": "both",
                  "expect": {"verdict": case["verdict"], "leak_horizon": case["horizon"]},
                  "why": case["why"] + f" (torch.export, PyTorch {torch.__version__})",
-                 "checked": {"lengths": lengths, "leak_horizon": horizon}}
+                 "checked": {"lengths": lengths, "leak_horizon": horizon,
+                             "declared_lengths": [lo, hi]}}
         if case["zero_o"]:
             tmp = export(case, redrawn=True)
             try:
@@ -604,6 +656,8 @@ def main() -> None:
             entry["inputs"] = case["inputs"]
         if case["static"]:
             entry["seq_lens"] = [SEQ_LEN]
+        elif lengths != mac.schedule(SEQ_LEN):  # the audit keeps to the declared lengths: the same ones
+            entry["expect"]["seq_lens"] = lengths
         suite_cases.append(entry)
         print(f"{case['name']:24s} {verdict:6s} {horizon:3d}  {os.path.getsize(path):7d} bytes")
     # The packaged layout, from the GPT block's 2.6 archive: the same program, audited the same.
@@ -625,7 +679,9 @@ def main() -> None:
                         "the packaged PT2 layout of 2.8+), run by grassaudit's graph interpreter: causal and leaky "
                         "twins of F.scaled_dot_product_attention, a GPT block, RoPE + GQA, convolutions, GRU and "
                         "bidirectional LSTM, a cumsum recurrence, a two-input model with a dict output, the higher-order ops "
-                        "(cond, while_loop, scan, map, no_grad regions) with their sub-graphs. Dynamic "
+                        "(cond, while_loop, scan, map, no_grad regions) with their sub-graphs, models whose "
+                        "declared ranges the audit keeps to (guards the exporter added at both ends of the "
+                        "sequence, a batch range of [2, 16]). Dynamic "
                         "batch and sequence dimensions unless the name says static. Generated by "
                         "reference/make_export_fixtures.py; expectations re-derived by brute force on the saved "
                         "files under that PyTorch."),

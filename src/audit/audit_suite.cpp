@@ -30,6 +30,8 @@ const Expectation* expectation(const std::string& key) {
         // The proof itself (used or not: --no-train-proof probes train mode anyway).
         {"train_from_eval",
          [](const AuditResult& r) { return nlohmann::json(r.train_mode_proof && r.train_mode_proof->proven); }},
+        // The lengths audited: a file's declared range keeps some of the schedule out.
+        {"seq_lens", [](const AuditResult& r) { return nlohmann::json(r.seq_lens); }},
     };
     for (const auto& check : registered_checks())
       for (auto& e : check->expectations()) x.push_back(std::move(e));

@@ -183,6 +183,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   AuditResult r;
   r.lookahead = opt.lookahead;
   r.window = opt.window;
+  r.lengths_why = opt.lengths_why;
   r.target = target.describe();
   r.weights_sha256 = target.weights_hash();
   const std::vector<int64_t> lens = opt.seq_lens.empty() ? audit_length_schedule(opt.seq_len) : opt.seq_lens;
@@ -360,6 +361,8 @@ nlohmann::json to_json(const AuditResult& r) {
   j["seq_lens"] = r.seq_lens;
   j["stopped_early"] = r.stopped_early;
   j["seq_lens_planned"] = r.seq_lens_planned;
+  j["lengths_probed"] = {{"lengths", r.seq_lens},
+                         {"why", r.lengths_why.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.lengths_why)}};
   j["modes_planned"] = r.modes_planned;
   j["probes"] = r.probes;
   j["seconds"] = r.seconds;
@@ -501,6 +504,7 @@ std::string summarize(const AuditResult& r) {
   auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "not checked"; };
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
+  if (!r.lengths_why.empty()) s += fmt::format("  lengths probed: {}: {}\n", fmt::join(r.seq_lens, ", "), r.lengths_why);
   for (const auto& check : registered_checks()) s += check->summary(r);
   s += cost_line(r);
   for (const auto& n : r.notes) s += "  note: " + n + "\n";

@@ -63,6 +63,11 @@ struct AuditOptions {
   uint64_t seed = 1234;
   bool gradient_check = true;  // method 2, when the target supports it
   std::vector<int64_t> seq_lens;  // empty: the default schedule from seq_len
+  // The shortest length the model runs at (a model file's declared range: file_audit_options):
+  // the length check's prefixes and the property search's drawn lengths stay at or above it.
+  // `lengths_why`: what the declared lengths took out of the schedule ("" when nothing).
+  int64_t min_seq_len = 1;
+  std::string lengths_why;
   // The gate's setting: once a (mode, length) table proves a leak (in the decisive precision),
   // stop. Proving causality still takes every table; proving a leak takes one, and the other
   // tables (with their float64 re-runs: every cut of a leaky model moves) could only refine the
@@ -239,6 +244,7 @@ struct AuditResult {
   std::vector<int64_t> seq_lens;           // the lengths audited
   std::vector<int64_t> seq_lens_planned;   // the schedule (longer than seq_lens if stopped_early)
   bool stopped_early = false;              // stop_when_leaky ended the schedule after a leak
+  std::string lengths_why;                 // why the schedule is shorter than the default one ("": it is not)
   bool rounding_only = false;
   int64_t probes = 0;
   double seconds = 0;

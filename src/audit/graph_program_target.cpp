@@ -27,17 +27,28 @@ GraphProgramTarget::GraphProgramTarget(const char* format, const std::string& pa
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", path, e.what()));
   }
-  // What the export fixed: the batch size (dimension 0 of any input) and the sequence length
-  // (the time dimension of a perturbed input; dimension 1 of a held ones/zeros input).
+  // What the export declares: the batch sizes (dimension 0 of any input) and the sequence lengths
+  // (the time dimension of a perturbed input; dimension 1 of a held ones/zeros input) it runs at,
+  // static or a range; inputs that share a dimension share its range.
   std::map<std::string, const GraphInput*> by_name;
   for (const auto& in : program_->inputs()) by_name[in.name] = &in;
-  for (const auto& b : signature_.bindings()) {
-    auto it = by_name.find(b.name);
-    if (it == by_name.end() || it->second->sizes.empty()) continue;
-    const auto& sizes = it->second->sizes;
-    if (sizes[0]) fixed_batch_ = *sizes[0];
-    const size_t t = b.perturbed() ? static_cast<size_t>(time_axis) : 1;
-    if (t < sizes.size() && sizes[t]) fixed_len_ = *sizes[t];
+  auto declared = [](const GraphInput& in, size_t d) {
+    if (in.sizes[d]) return DeclaredRange{*in.sizes[d], *in.sizes[d]};
+    if (d >= in.ranges.size()) return DeclaredRange{};
+    return DeclaredRange{std::max<int64_t>(1, in.ranges[d].first), in.ranges[d].second};
+  };
+  try {
+    for (const auto& b : signature_.bindings()) {
+      auto it = by_name.find(b.name);
+      if (it == by_name.end() || it->second->sizes.empty()) continue;
+      const GraphInput& in = *it->second;
+      batch_range_ = batch_range_.intersect(declared(in, 0), fmt::format("the batch dimension of input '{}'", in.name));
+      const size_t t = b.perturbed() ? static_cast<size_t>(time_axis) : 1;
+      if (t < in.sizes.size())
+        len_range_ = len_range_.intersect(declared(in, t), fmt::format("the sequence dimension of input '{}'", in.name));
+    }
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
   }
   for (const auto& p : program_->parameters())
     if (at::isFloatingType(p.second.scalar_type())) {
@@ -63,12 +74,18 @@ std::vector<std::string> GraphProgramTarget::notes() const {
     out.push_back("part of the graph runs with gradients switched off (torch.no_grad(): wrap_with_set_grad_enabled): "
                   "no gradient crosses it, so the gradient check cannot see what it reads; the perturbation tables "
                   "decide");
-  if (fixed_batch_)
+  const DeclaredRange& b = batch_range_;
+  if (b.is_static())
     out.push_back(fmt::format("the file runs at batch size {} only (its batch dimension is fixed in the file): every "
                               "pass runs in calls of {} row{}{}",
-                              *fixed_batch_, *fixed_batch_, *fixed_batch_ == 1 ? "" : "s",
-                              *fixed_batch_ == 1 ? "; at batch 1 the batch check has nothing to test (each row runs alone)"
-                                                 : ""));
+                              b.lo, b.lo, b.lo == 1 ? "" : "s",
+                              b.lo == 1 ? "; at batch 1 the batch check has nothing to test (each row runs alone)" : ""));
+  else if (!b.any())
+    out.push_back(fmt::format("the file runs at batch sizes {} only (its range constraints): every pass runs in calls "
+                              "of {} rows{}",
+                              b.str(), b.hi < 0 ? fmt::format("at least {}", b.lo) : fmt::format("{} to {}", b.lo, b.hi),
+                              b.lo > 1 ? fmt::format(", a shorter call padded to {} with copies of its last row", b.lo)
+                                       : ""));
   return out;
 }
 
@@ -106,18 +123,19 @@ at::Tensor GraphProgramTarget::forward(const at::Tensor& x) {
       throw InputError(fmt::format("{}: {}", path_, e.what()));
     }
   };
-  if (!fixed_batch_ || x.size(0) == *fixed_batch_) return leaf(x);
-  // A static batch size: calls of exactly that many rows, the last one padded with copies of its
-  // last row (each row of a fixed-batch call is computed on its own rows only if the model is
-  // batch-independent, which the batch check tests within a call).
-  const int64_t B = x.size(0), b = *fixed_batch_;
+  const int64_t B = x.size(0);
+  if (batch_range_.contains(B)) return leaf(x);
+  // Outside the declared batch sizes: calls of at most `hi` rows, a shorter one padded to `lo`
+  // rows with copies of its last row (each row of a call is computed on its own rows only if the
+  // model is batch-independent, which the batch check tests within a call).
+  const int64_t lo = batch_range_.lo, chunk = batch_range_.hi >= 0 ? std::min(B, batch_range_.hi) : B;
   std::vector<at::Tensor> parts;
-  for (int64_t s = 0; s < B; s += b) {
-    const int64_t n = std::min(b, B - s);
+  for (int64_t s = 0; s < B; s += chunk) {
+    const int64_t n = std::min(chunk, B - s);
     at::Tensor rows = x.narrow(0, s, n);
-    if (n < b) {
-      std::vector<int64_t> idx(b);
-      for (int64_t i = 0; i < b; ++i) idx[i] = std::min(i, n - 1);
+    if (n < lo) {
+      std::vector<int64_t> idx(lo);
+      for (int64_t i = 0; i < lo; ++i) idx[i] = std::min(i, n - 1);
       rows = rows.index_select(0, at::tensor(idx, at::kLong));
     }
     parts.push_back(leaf(rows).narrow(0, 0, n));
@@ -126,7 +144,9 @@ at::Tensor GraphProgramTarget::forward(const at::Tensor& x) {
 }
 
 std::vector<OutputLeaf> GraphProgramTarget::output_leaves(int64_t L) {
-  return look_at_outputs(L, fixed_batch_.value_or(2), dtype_, [this](const at::Tensor& x) { return call(x); });
+  // Two rows where the file runs two, else the nearest size it declares.
+  const int64_t rows = std::max(batch_range_.lo, batch_range_.hi < 0 ? 2 : std::min<int64_t>(2, batch_range_.hi));
+  return look_at_outputs(L, rows, dtype_, [this](const at::Tensor& x) { return call(x); });
 }
 
 bool GraphProgramTarget::to_dtype(at::ScalarType dtype, std::string* why) {

@@ -5,9 +5,10 @@
 // the tensor, tuple, list or dict the graph returns.
 //
 // What the file fixes, the target keeps: the graph is fixed, so train() and eval() change nothing
-// (dropout nodes run as exported, reseeded per pass by the audit; a note says so); a static
-// sequence length is the only length it runs at (fixed_seq_len); a static batch size is run in
-// calls of that many rows (forward splits and pads, a note says so).
+// (dropout nodes run as exported, reseeded per pass by the audit; a note says so); the sequence
+// lengths it declares (static, or the range of a dynamic dimension) are the only ones the audit
+// runs (seq_len_range); a batch outside its declared batch sizes runs in calls inside them
+// (forward splits and pads, a note says so).
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,7 +56,8 @@ class GraphProgramTarget : public ModelFileTarget {
   std::vector<OutputLeaf> output_leaves(int64_t L) override;
   void select_output(const std::string& path) override { output_path_ = path; }
   const std::string& selected_output() const override { return output_path_; }
-  std::optional<int64_t> fixed_seq_len() const override { return fixed_len_; }
+  DeclaredRange seq_len_range() const override { return len_range_; }
+  DeclaredRange batch_range() const override { return batch_range_; }
   std::vector<std::string> notes() const override;
 
   // The interpreter, for tests (outputs compared with PyTorch's, the op census).
@@ -75,7 +77,7 @@ class GraphProgramTarget : public ModelFileTarget {
   at::ScalarType dtype_ = at::kFloat, own_dtype_ = at::kFloat;
   bool promoted_ = false;
   DtypeTwins twins_;  // the program's tensors in the other dtype (to_dtype)
-  std::optional<int64_t> fixed_len_, fixed_batch_;
+  DeclaredRange len_range_, batch_range_;
   std::vector<std::pair<std::string, at::Tensor>> state_;  // recorded buffers (snapshot_state)
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // the zeros the structural pass set aside
   bool tracking_ = false, restore_ = false, held_ = false;

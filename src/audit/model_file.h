@@ -26,6 +26,19 @@
 
 namespace grassaudit {
 
+// The sizes a file declares one dimension runs at: [lo, hi], hi -1 when unbounded; lo == hi when
+// the dimension was exported static. A torch.export archive declares them (its range
+// constraints, and static sizes); the audit stays inside them.
+struct DeclaredRange {
+  int64_t lo = 1, hi = -1;
+  bool is_static() const { return hi == lo; }
+  bool contains(int64_t n) const { return n >= lo && (hi < 0 || n <= hi); }
+  bool any() const { return lo <= 1 && hi < 0; }
+  // Both ranges at once (two inputs sharing a dimension); an empty intersection is an InputError.
+  DeclaredRange intersect(const DeclaredRange& other, const std::string& what) const;
+  std::string str() const;  // "[4, 128]", "[2, inf]", "16"
+};
+
 // A model read from a file, seen through its model signature (audit/model_signature.h): the
 // arguments bound to --input values, time at --time-axis, one output leaf selected at a time.
 class ModelFileTarget : public AuditTarget {
@@ -42,8 +55,11 @@ class ModelFileTarget : public AuditTarget {
   // The leaf forward() returns from now on ("" = a one-tensor output).
   virtual void select_output(const std::string& path) = 0;
   virtual const std::string& selected_output() const = 0;
-  // The one sequence length the file runs at (an export with a static length), nullopt: any.
-  virtual std::optional<int64_t> fixed_seq_len() const { return std::nullopt; }
+  // The sequence lengths and batch sizes the file runs at (any, unless it declares them). The
+  // target runs any batch size the audit asks for inside the declared ones (calls of at most `hi`
+  // rows, a short call padded to `lo`); the lengths are the audit's to keep (file_audit_options).
+  virtual DeclaredRange seq_len_range() const { return {}; }
+  virtual DeclaredRange batch_range() const { return {}; }
   // Notes every audit of this file carries: what the file fixes that the audit would otherwise
   // vary (its batch size, its train mode).
   virtual std::vector<std::string> notes() const { return {}; }

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "audit/audit_prober.h"
+#include "util/error.h"
 
 // ModelFileTarget's own members, apart from model_file.cpp's format readers: the Python
 // package's live-module target shares them without compiling any reader.
@@ -27,6 +30,18 @@ std::string value_str(const c10::IValue& v) {
 }
 
 }  // namespace
+
+DeclaredRange DeclaredRange::intersect(const DeclaredRange& other, const std::string& what) const {
+  DeclaredRange r{std::max(lo, other.lo), hi < 0 ? other.hi : (other.hi < 0 ? hi : std::min(hi, other.hi))};
+  if (r.hi >= 0 && r.hi < r.lo)
+    throw InputError(fmt::format("{}: the file declares {} and {} for it, which share no size", what, str(), other.str()));
+  return r;
+}
+
+std::string DeclaredRange::str() const {
+  if (is_static()) return std::to_string(lo);
+  return fmt::format("[{}, {}]", lo, hi < 0 ? std::string("inf") : std::to_string(hi));
+}
 
 std::string incremental_signature_missing(const ModelSignature& signature) {
   const auto& b = signature.bindings();

@@ -27,24 +27,46 @@ bool worse(const AuditResult& a, const AuditResult& b) {
 
 }  // namespace
 
-AuditOptions file_audit_options(ModelFileTarget& target, const AuditOptions& given, std::vector<std::string>* notes) {
+AuditOptions file_audit_options(ModelFileTarget& target, const AuditOptions& given) {
   AuditOptions options = given;
-  const auto fixed = target.fixed_seq_len();
-  if (!fixed) return options;
-  if (options.seq_len != *fixed)
-    throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}: audit it "
-                                 "with --seq-len {}, or save it with a dynamic sequence dimension",
-                                 target.describe(), *fixed, options.seq_len, *fixed));
+  const DeclaredRange range = target.seq_len_range();
+  if (range.any()) return options;
+  if (range.is_static()) {
+    if (options.seq_len != range.lo)
+      throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}: audit "
+                                   "it with --seq-len {}, or save it with a dynamic sequence dimension",
+                                   target.describe(), range.lo, options.seq_len, range.lo));
+    for (int64_t l : options.seq_lens)
+      if (l != range.lo)
+        throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}",
+                                     target.describe(), range.lo, l));
+    options.seq_lens = {range.lo};
+    options.min_seq_len = range.lo;
+    options.lengths_why = fmt::format("the file runs at length {} only (its sequence length is fixed in the file): the "
+                                      "other lengths of the schedule{} are not run",
+                                      range.lo, options.length_check ? " and the length check" : "");
+    options.length_check = false;
+    return options;
+  }
+  auto outside = [&](int64_t l, const char* flag) {
+    return InputError(fmt::format("{}: {} {} is outside the sequence lengths the file was exported for, {} (its range "
+                                  "constraints): audit it at a length in that range, or export it with a wider "
+                                  "dynamic sequence dimension",
+                                  target.describe(), flag, l, range.str()));
+  };
+  if (!range.contains(options.seq_len)) throw outside(options.seq_len, "--seq-len");
   for (int64_t l : options.seq_lens)
-    if (l != *fixed)
-      throw InputError(fmt::format("{}: runs at length {} only (its sequence length is fixed in the file), not {}",
-                                   target.describe(), *fixed, l));
-  options.seq_lens = {*fixed};
-  if (notes)
-    notes->push_back(fmt::format("the file runs at length {} only (its sequence length is fixed in the file): the "
-                                 "other lengths of the schedule{} are skipped",
-                                 *fixed, options.length_check ? " and the length check" : ""));
-  options.length_check = false;
+    if (!range.contains(l)) throw outside(l, "--seq-lens entry");
+  options.min_seq_len = std::max(options.min_seq_len, range.lo);
+  if (!options.seq_lens.empty()) return options;  // the lengths asked for, every one inside
+  std::vector<int64_t> kept, dropped;
+  for (int64_t l : audit_length_schedule(options.seq_len)) (range.contains(l) ? kept : dropped).push_back(l);
+  if (dropped.empty()) return options;
+  options.seq_lens = kept;
+  options.lengths_why = fmt::format("the file runs at sequence lengths {} only (its range constraints): the schedule's "
+                                    "{} {} not run{}",
+                                    range.str(), fmt::join(dropped, ", "), dropped.size() == 1 ? "is" : "are",
+                                    range.lo > 2 ? fmt::format(", nor prefixes shorter than {}", range.lo) : "");
   return options;
 }
 
@@ -52,7 +74,7 @@ AuditResult run_output_audits(ModelFileTarget& target, const AuditOptions& given
                               const std::optional<std::string>& only) {
   if (only) validate_output_path(*only);
   std::vector<std::string> file_notes = target.notes();
-  const AuditOptions options = file_audit_options(target, given, &file_notes);
+  const AuditOptions options = file_audit_options(target, given);
   auto finish = [&](AuditResult r) {
     r.format = target.format();
     r.notes.insert(r.notes.end(), file_notes.begin(), file_notes.end());

@@ -13,10 +13,11 @@
 
 namespace grassaudit {
 
-// The options an audit of this file runs with: a file that runs at one length only (its length
-// fixed in the file) is audited at that length alone, without the length check (a note in
-// `notes` says so); another --seq-len or --seq-lens entry is an InputError naming the length.
-AuditOptions file_audit_options(ModelFileTarget& target, const AuditOptions& given, std::vector<std::string>* notes);
+// The options an audit of this file runs with, inside the sequence lengths it declares
+// (ModelFileTarget::seq_len_range): a static length alone, without the length check; a range
+// keeps the schedule's lengths inside it and raises min_seq_len to its lower end; either says
+// why in lengths_why. A --seq-len or --seq-lens entry outside is an InputError naming the range.
+AuditOptions file_audit_options(ModelFileTarget& target, const AuditOptions& given);
 
 // only: --output PATH, audit that leaf alone (InputError when it names no leaf or a skipped
 // one). The target is left selecting the worst leaf (for the property search).

@@ -20,6 +20,7 @@ struct GaPropertySpace {
   int64_t max_batch;
   int32_t perturbations;
   int32_t modes;
+  int64_t min_len;   // the shortest length drawn (>= 2): the shortest the model runs at
 };
 
 struct GaPropertyCase {

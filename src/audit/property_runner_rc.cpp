@@ -3,6 +3,7 @@
 // private libstdc++.
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -55,7 +56,7 @@ extern "C" int grassaudit_property_search(const GaPropertySpace* space, GaProper
     // length is drawn first.
     auto property = [&]() {
       GaPropertyCase c{};
-      c.len = *rc::gen::inRange<int64_t>(2, s.max_len + 1);
+      c.len = *rc::gen::inRange<int64_t>(std::max<int64_t>(2, s.min_len), s.max_len + 1);
       c.cut = *rc::gen::inRange<int64_t>(1, c.len);
       c.batch = *rc::gen::inRange<int64_t>(1, s.max_batch + 1);
       c.perturbation = *rc::gen::elementOf(perturbations);  // picked, not shrunk

@@ -75,7 +75,7 @@ class CaseChecker {
     }
     // Length: the prefix x_0 .. x_{cut-1} alone; outputs t < cut - guard compared. Eval mode
     // only: a shorter pass draws different dropout masks.
-    if (opt_.length_check && c.mode == AuditMode::kEval && c.cut - length_guard_ > 0) {
+    if (opt_.length_check && c.mode == AuditMode::kEval && c.cut - length_guard_ > 0 && c.cut >= opt_.min_seq_len) {
       auto y_p = run(x.narrow(1, 0, c.cut).contiguous(), c);
       if (auto f = compare(c, ViolationKind::kLength, y.narrow(1, 0, c.cut), y_p, 0, c.cut - length_guard_, scale)) return f;
     }
@@ -162,9 +162,9 @@ class CaseChecker {
 // depends on L), so a shrink can stop above the smallest failing (L, cut). With the other drawn
 // values kept, this tries every smaller (L, cut) in order and returns the first that fails:
 // the minimal counterexample. Bounded (the shrunk L is small in practice).
-Failure sweep_smaller(CaseChecker& checker, const Failure& found) {
+Failure sweep_smaller(CaseChecker& checker, const Failure& found, int64_t shortest) {
   int budget = 4000;
-  for (int64_t L = 2; L <= found.c.L; ++L)
+  for (int64_t L = std::max<int64_t>(2, shortest); L <= found.c.L; ++L)
     for (int64_t cut = 1; cut < L && budget > 0; ++cut, --budget) {
       if (L == found.c.L && cut >= found.c.cut) return found;
       Case c = found.c;
@@ -260,14 +260,14 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
     }
   };
   const GaPropertySpace space{opt.seed, static_cast<int32_t>(cases), opt.seq_len, max_batch, kPerturbations,
-                              static_cast<int32_t>(modes.size())};
+                              static_cast<int32_t>(modes.size()), opt.min_seq_len};
   char runner_error[512] = {0};
   const int outcome = runner(&space, check, &search, runner_error, sizeof runner_error);
   std::optional<Failure> last_failure = search.last_failure;
   std::exception_ptr error = search.error;
   if (outcome == 1 && !error && last_failure) {
     try {
-      last_failure = sweep_smaller(checker, *last_failure);
+      last_failure = sweep_smaller(checker, *last_failure, opt.min_seq_len);
     } catch (...) {
       error = std::current_exception();
     }

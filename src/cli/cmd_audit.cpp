@@ -94,7 +94,7 @@ void add_audit_options(po::options_description& desc) {
       ("mixer", po::value<std::string>(), "built-in mixer: future | past | attention")
       ("checkpoint", po::value<std::string>(), "grassaudit checkpoint to audit")
       ("suite", po::value<std::string>(), "suite of control models (JSON)")
-      ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len)")
+      ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len; a model file exported at one length: that length)")
       ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
       ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
       ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
@@ -153,12 +153,10 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
 std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
   if (vm.count("model")) {
     if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros|const:VALUE (one per forward argument)");
-    if (!vm.count("seq-len")) throw InputError("--model needs --seq-len");
     std::vector<InputBinding> inputs;
     for (const auto& text : vm["input"].as<std::vector<std::string>>()) inputs.push_back(InputBinding::parse(text));
     const double scale = vm["feature-scale"].as<double>();
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
-    opt.seq_len = vm["seq-len"].as<int64_t>();
     StreamingOptions streaming;
     if (vm.count("state"))
       for (const auto& text : vm["state"].as<std::vector<std::string>>()) streaming.state.push_back(StreamingOptions::parse_pair(text));
@@ -166,7 +164,18 @@ std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptio
       if (!streaming.active()) throw InputError("--state-init needs --state IN=OUT");
       streaming.state_init = vm["state-init"].as<std::string>();
     }
-    return open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale, streaming);
+    auto target = open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale, streaming);
+    // A file that runs at one length is audited there without being told; any other needs --seq-len.
+    const DeclaredRange lengths = target->seq_len_range();
+    if (vm.count("seq-len"))
+      opt.seq_len = vm["seq-len"].as<int64_t>();
+    else if (lengths.is_static())
+      opt.seq_len = lengths.lo;
+    else
+      throw InputError(lengths.any() ? std::string("--model needs --seq-len")
+                                     : fmt::format("--model needs --seq-len (the file runs at sequence lengths {})",
+                                                   lengths.str()));
+    return target;
   }
   if (vm.count("state") || vm.count("state-init")) throw InputError("--state and --state-init are for an ONNX --model");
   if (!vm["time-axis"].defaulted()) throw InputError("--time-axis is for --model");

@@ -161,23 +161,21 @@ TEST(ExportFiles, VerdictsAndHorizonsMatchBruteForceUnder26) {
 
 TEST(ExportFiles, StaticShapesAreAuditedWhereTheyWereExported) {
   ExportedProgramTarget t((kExport / "gpt_block_static.pt2").string(), {InputBinding::parse("tokens:64")});
-  ASSERT_TRUE(t.fixed_seq_len().has_value());
-  EXPECT_EQ(*t.fixed_seq_len(), 16);
+  EXPECT_TRUE(t.seq_len_range().is_static());
+  EXPECT_EQ(t.seq_len_range().lo, 16);
   AuditOptions o;
   o.seq_len = 12;
-  std::vector<std::string> notes;
   try {
-    file_audit_options(t, o, &notes);
+    file_audit_options(t, o);
     ADD_FAILURE() << "a static-length export audited at another length";
   } catch (const InputError& e) {
     expect_one_line(e.what(), {"gpt_block_static.pt2", "length 16 only", "--seq-len 16"});
   }
   o.seq_len = 16;
-  const AuditOptions fixed = file_audit_options(t, o, &notes);
+  const AuditOptions fixed = file_audit_options(t, o);
   EXPECT_EQ(fixed.seq_lens, std::vector<int64_t>{16});
   EXPECT_FALSE(fixed.length_check);
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("length 16 only"), std::string::npos) << notes[0];
+  EXPECT_NE(fixed.lengths_why.find("length 16 only"), std::string::npos) << fixed.lengths_why;
 
   // Batch 1 fixed in the file: passes of any batch run in calls of one row.
   ExportedProgramTarget g((kExport / "gru_static_batch1.pt2").string(), {InputBinding::parse("tokens:64")});
@@ -193,7 +191,7 @@ TEST(ExportFiles, StaticShapesAreAuditedWhereTheyWereExported) {
 
 TEST(ExportFiles, DynamicExportsRunAtEveryLengthInTheirRange) {
   ExportedProgramTarget t((kExport / "rope_gqa_causal.pt2").string(), {InputBinding::parse("tokens:64")});
-  EXPECT_FALSE(t.fixed_seq_len().has_value());
+  EXPECT_EQ(t.seq_len_range().str(), "[2, 64]");
   at::NoGradGuard no_grad;
   for (int64_t L : {2, 3, 17, 64}) EXPECT_EQ(t.forward(at::randint(0, 64, {3, L}, at::kLong)).size(1), L);
   try {
@@ -202,6 +200,61 @@ TEST(ExportFiles, DynamicExportsRunAtEveryLengthInTheirRange) {
   } catch (const InputError& e) {
     expect_one_line(e.what(), {"outside the range [2, 64]"});
   }
+}
+
+// The ranges an exporter proved on its own (Dim.AUTO: a 128-row mask buffer sliced [:T, :T] and
+// a top-4 over the sequence give seq in [4, 128]) are where every probe runs: the schedule keeps
+// its lengths inside, the property search draws no shorter one, and only a length outside is an
+// error, naming the range. The suite case (audits/export.json) expects the same lengths.
+TEST(ExportFiles, DeclaredSequenceRangesAreWhereTheAuditRuns) {
+  ExportedProgramTarget t((kExport / "guarded_topk.pt2").string(), {InputBinding::parse("tokens:64")});
+  EXPECT_EQ(t.seq_len_range().str(), "[4, 128]");
+  AuditOptions o;
+  o.seq_len = 16;
+  const AuditOptions kept = file_audit_options(t, o);
+  EXPECT_EQ(kept.seq_lens, (std::vector<int64_t>{16, 15, 8, 4}));
+  EXPECT_EQ(kept.min_seq_len, 4);
+  EXPECT_TRUE(kept.length_check);
+  EXPECT_NE(kept.lengths_why.find("[4, 128]"), std::string::npos) << kept.lengths_why;
+  for (int64_t bad : {200, 3}) {
+    o.seq_len = bad;
+    try {
+      file_audit_options(t, o);
+      ADD_FAILURE() << "--seq-len " << bad << " is outside the declared range";
+    } catch (const InputError& e) {
+      expect_one_line(e.what(), {"guarded_topk.pt2", std::to_string(bad), "[4, 128]"});
+    }
+  }
+  o.seq_len = 16;
+  o.seq_lens = {16, 2};
+  EXPECT_THROW(file_audit_options(t, o), InputError);
+  o.seq_lens.clear();
+  o.trials = 1;
+  o.property_cases = 40;
+  AuditResult r = run_output_audits(t, o);
+  run_model_checks(t, o, std::nullopt, r);
+  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{16, 15, 8, 4}));
+  EXPECT_EQ(to_json(r)["lengths_probed"]["lengths"], nlohmann::json({16, 15, 8, 4}));
+  ASSERT_TRUE(r.counterexample.has_value()) << "a top-4 over the sequence reads the future at every length";
+  EXPECT_EQ(r.counterexample->seq_len, 4) << "the shortest length the file runs at";
+}
+
+// A batch range of [2, 16]: any batch the audit asks for runs in calls inside it (the archive's own
+// range check refuses every call outside, so the rows coming back prove it), row for row the same.
+TEST(ExportFiles, DeclaredBatchRangesAreWhereEveryCallRuns) {
+  ExportedProgramTarget t((kExport / "sdpa_no_mask_batch_2_16.pt2").string(), {InputBinding::parse("tokens:64")});
+  EXPECT_EQ(t.batch_range().str(), "[2, 16]");
+  EXPECT_EQ(t.seq_len_range().str(), "[2, 64]");
+  at::NoGradGuard no_grad;
+  const at::Tensor x = at::randint(0, 64, {37, 12}, at::kLong);
+  const at::Tensor y = t.forward(x);
+  ASSERT_EQ(y.size(0), 37);
+  for (int64_t i : {0, 15, 16, 36})
+    EXPECT_TRUE(at::allclose(y[i], t.forward(x.narrow(0, i, 1))[0], 1e-5, 1e-6)) << "row " << i;
+  bool noted = false;
+  for (const auto& n : t.notes()) noted = noted || n.find("batch sizes [2, 16]") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(ExportFiles, BadArchivesSayWhyInOneLine) {

@@ -14,9 +14,9 @@
 
 namespace grassaudit {
 
-std::vector<int64_t> prefix_schedule(int64_t L) {
+std::vector<int64_t> prefix_schedule(int64_t L, int64_t shortest) {
   std::vector<int64_t> out;
-  const int64_t lo = 2, hi = L - 1, n = hi - lo + 1;
+  const int64_t lo = std::max<int64_t>(2, shortest), hi = L - 1, n = hi - lo + 1;
   if (n <= 0) return out;
   constexpr int64_t kMax = 32;
   if (n <= kMax) {
@@ -41,8 +41,15 @@ class LengthCheck : public Check {
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
     const int64_t L = run.L, guard = std::max(run.opt.lookahead, r.leak_horizon);
+    const auto prefixes = prefix_schedule(L, run.opt.min_seq_len);
+    if (prefixes.empty() && run.opt.min_seq_len > 2) {
+      r.notes.push_back(fmt::format("length check not run: the model runs at no length from {} to {} (the shortest it "
+                                    "declares is {}), so no prefix of L={} can run alone",
+                                    2, L - 1, run.opt.min_seq_len, L));
+      return;
+    }
     std::vector<int64_t> lens;
-    for (int64_t p : prefix_schedule(L))
+    for (int64_t p : prefixes)
       if (p - guard > 0) lens.push_back(p);
     if (lens.empty()) {
       r.notes.push_back(fmt::format("length check skipped: with a future horizon / lookahead of {} no prefix of L={} "

@@ -19,7 +19,7 @@ class PropertyCheck : public Check {
   void run_model(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>&,
                  AuditResult& r) override {
     AuditOptions o = opt;  // a file's fixed length holds for the search too
-    if (auto* file = dynamic_cast<ModelFileTarget*>(&target)) o = file_audit_options(*file, opt, nullptr);
+    if (auto* file = dynamic_cast<ModelFileTarget*>(&target)) o = file_audit_options(*file, opt);
     run_property_search(target, o, *opt.property_cases, r);
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
