@@ -660,9 +660,19 @@ void ExportedProgram::Impl::parse_program(const json& ep, const std::map<std::st
   const json& tensor_values = graph.value("tensor_values", json::object());
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   const json range_constraints = ep.value("range_constraints", json::object());
+  // {"s1": {"min_val": 4, "max_val": 128}}; a null max_val is unbounded (int_oo).
+  if (!range_constraints.is_object()) throw InputError("the range constraints are not an object");
   for (const auto& [sym, r] : range_constraints.items()) {
-    const int64_t lo = r.contains("min_val") && r["min_val"].is_number_integer() ? r["min_val"].get<int64_t>() : 0;
-    const int64_t hi = r.contains("max_val") && r["max_val"].is_number_integer() ? r["max_val"].get<int64_t>() : -1;
+    auto bound = [&, &sym = sym, &r = r](const char* key, int64_t none) {
+      if (!r.is_object()) throw InputError(fmt::format("the range constraint of {} is not an object", sym));
+      if (!r.contains(key) || r[key].is_null()) return none;
+      if (!r[key].is_number_integer())
+        throw InputError(fmt::format("the range constraint of {}: {} is {}, not an integer", sym, key, r[key].dump()));
+      return r[key].get<int64_t>();
+    };
+    const int64_t lo = bound("min_val", 0), hi = bound("max_val", -1);
+    if (hi >= 0 && hi < lo)
+      throw InputError(fmt::format("the range constraint of {} is empty: [{}, {}]", sym, lo, hi));
     ranges[sym] = {lo, hi};
   }
 

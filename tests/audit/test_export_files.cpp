@@ -292,6 +292,12 @@ TEST(ExportFiles, BadArchivesSayWhyInOneLine) {
   patch(flat, temp("wrong_length.pt2"), "serialized_exported_program.json", "\"torch.ops.aten.linear.default\"",
         "\"torch.ops.aten.linear.defaulx\"");
   expect_one_line(open_error(temp("wrong_length.pt2")), {"wrong_length.pt2", "linear"});
+  // Range constraints that say nothing a length can satisfy, or no number.
+  const fs::path guarded = kExport / "guarded_topk.pt2";
+  patch(guarded, temp("empty_range.pt2"), "serialized_exported_program.json", "\"max_val\": 128", "\"max_val\":   3");
+  expect_one_line(open_error(temp("empty_range.pt2")), {"empty_range.pt2", "range constraint of s1 is empty", "[4, 3]"});
+  patch(guarded, temp("text_range.pt2"), "serialized_exported_program.json", "\"max_val\": null", "\"max_val\": \"xx\"");
+  expect_one_line(open_error(temp("text_range.pt2")), {"text_range.pt2", "s0", "max_val", "not an integer"});
 }
 
 TEST(ExportFiles, WeightsUnpicklerReadsOnlyTorchSaveFiles) {
