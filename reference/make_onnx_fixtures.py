@@ -201,6 +201,48 @@ class IfBranch(nn.Module):
         return if_sum_leaky_taken(u) if self.leaky_taken else if_sum_causal_taken(u)
 
 
+@torch.jit.script
+def wkv_forward(k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
+    # RWKV's WKV recurrence as written in a scripted loop: a decayed running sum of k * v, one
+    # position at a time, appended to a list and stacked (exports SequenceEmpty, SequenceInsert in
+    # a Loop, ConcatFromSequence).
+    state = torch.zeros_like(k[:, 0])
+    outs: List[torch.Tensor] = []
+    for t in range(k.size(1)):
+        state = state * decay + k[:, t] * v[:, t]
+        outs.append(state)
+    return torch.stack(outs, 1)
+
+
+@torch.jit.script
+def wkv_backward(k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
+    # The same loop run from the last position back: each output sums the future.
+    state = torch.zeros_like(k[:, 0])
+    outs: List[torch.Tensor] = []
+    T = k.size(1)
+    for i in range(T):
+        state = state * decay + k[:, T - 1 - i] * v[:, T - 1 - i]
+        outs.append(state)
+    return torch.stack(outs, 1).flip([1])
+
+
+class WkvLoop(nn.Module):
+    """k, v projections of h through a scripted WKV loop that appends to a list (forward: causal;
+    backward: the loop runs from the end, a sum over the future)."""
+
+    def __init__(self, backward: bool):
+        super().__init__()
+        self.backward = backward
+        self.k = nn.Linear(D, D)
+        self.v = nn.Linear(D, D)
+        self.w = nn.Parameter(torch.linspace(-1.0, 1.0, D))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        decay = torch.exp(-torch.exp(self.w))
+        k, v = self.k(h), self.v(h)
+        return wkv_backward(k, v, decay) if self.backward else wkv_forward(k, v, decay)
+
+
 class StreamGru(nn.Module):
     """A streaming step: (x [B, CHUNK, CHANNELS], state [B, STATE][, sr int64 scalar]) ->
     (y [B, CHUNK, STREAM_OUT], state_out [B, STATE]): a GRU over the chunk's frames started from
@@ -277,6 +319,12 @@ CASES: List[Dict] = [
       "sum, the one not taken a sum over the future", ["If", "CumSum"]),
     S("if_branch_leaky_taken", lambda: FeatureNet(IfBranch(True)), [FEAT], ["y"], leaky(GROWS, "y"),
       "the same with the branches swapped: the branch taken sums the future", ["If", "CumSum"]),
+    S("wkv_loop", lambda: FeatureNet(WkvLoop(False)), [FEAT], ["y"], causal("y"),
+      "RWKV's WKV recurrence in a scripted loop that appends to a list and stacks it",
+      ["Loop", "SequenceEmpty", "SequenceInsert", "ConcatFromSequence"]),
+    S("wkv_loop_backward", lambda: FeatureNet(WkvLoop(True)), [FEAT], ["y"], leaky(GROWS, "y"),
+      "the same loop run from the last position back: each output sums the future",
+      ["Loop", "SequenceEmpty", "SequenceInsert", "ConcatFromSequence"]),
 ]
 
 STREAM_CASES: List[Dict] = [

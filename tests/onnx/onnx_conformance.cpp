@@ -13,11 +13,13 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -64,17 +66,21 @@ std::string unsupported(const onnx::ModelProto& m) {
   std::string why;
   std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& g) {
     auto value_ok = [&](const onnx::ValueInfoProto& v) {
-      if (!why.empty()) return;
-      if (!v.type().has_tensor_type()) why = "a non-tensor value (sequence, map or optional)";
-      else if (!scalar_type_of(v.type().tensor_type().elem_type(), nullptr))
-        why = fmt::format("type {}", onnx_type_name(v.type().tensor_type().elem_type()));
+      if (!why.empty() || v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) return;  // a sub-graph's untyped value
+      const bool sequence = v.type().has_sequence_type() && v.type().sequence_type().elem_type().has_tensor_type();
+      if (!v.type().has_tensor_type() && !sequence) {
+        why = "a value that is neither a tensor nor a sequence of tensors (a map or optional)";
+        return;
+      }
+      const auto& tt = sequence ? v.type().sequence_type().elem_type().tensor_type() : v.type().tensor_type();
+      if (!scalar_type_of(tt.elem_type(), nullptr)) why = fmt::format("type {}", onnx_type_name(tt.elem_type()));
     };
     for (const auto& v : g.input()) value_ok(v);
     for (const auto& v : g.output()) value_ok(v);
     for (const auto& n : g.node()) {
       if (!why.empty()) return;
       if (!n.domain().empty() && n.domain() != "ai.onnx") why = fmt::format("domain {}", n.domain());
-      else if (!op_table().count(n.op_type())) why = fmt::format("op {}", n.op_type());
+      else if (!runs_op(n.op_type())) why = fmt::format("op {}", n.op_type());
       else if (n.op_type() == "Scan" && opset < 9) why = "op Scan before opset 9";
       else if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty())
         why = "random numbers (training-mode Dropout draws its own mask)";
@@ -88,6 +94,25 @@ std::string unsupported(const onnx::ModelProto& m) {
   walk(m.graph());
   if (why.empty() && m.functions_size()) why = "model-local functions";
   return why;
+}
+
+bool is_sequence(const onnx::ValueInfoProto& v) { return v.type().has_sequence_type(); }
+
+// A recorded value: a TensorProto, or a SequenceProto of tensors where the graph declares a sequence.
+Value read_value(const fs::path& file, bool sequence, const std::function<void(onnx::TensorProto&)>& as_declared) {
+  auto fail = [&](const std::string& w) { throw InputError(w); };
+  const std::string bytes = read_bytes(file);
+  if (!sequence) {
+    onnx::TensorProto t;
+    if (!t.ParseFromString(bytes)) throw InputError(file.filename().string() + " does not parse");
+    as_declared(t);
+    return Value(tensor_from_proto(t, file.parent_path().string(), fail));
+  }
+  onnx::SequenceProto q;
+  if (!q.ParseFromString(bytes)) throw InputError(file.filename().string() + " does not parse as a sequence");
+  std::vector<at::Tensor> items;
+  for (const auto& t : q.tensor_values()) items.push_back(tensor_from_proto(t, file.parent_path().string(), fail));
+  return Value::of_sequence(std::move(items));
 }
 
 std::string compare(const at::Tensor& want, const at::Tensor& got, const std::string& name) {
@@ -173,11 +198,11 @@ int main(int argc, char** argv) {
       int sets = 0;
       for (int s = 0; fs::is_directory(dir / fmt::format("test_data_set_{}", s)); ++s, ++sets) {
         const fs::path set = dir / fmt::format("test_data_set_{}", s);
-        std::vector<at::Tensor> inputs, wanted;
-        auto fail = [&](const std::string& w) { throw InputError(w); };
+        std::vector<Value> inputs, wanted;
         // ONNX's test data writes bfloat16 values as their uint16 bit patterns
-        auto as_declared = [](onnx::TensorProto& t, const onnx::ValueInfoProto& v) {
-          if (t.data_type() == onnx::TensorProto::UINT16 && v.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
+        auto as_declared = [](onnx::TensorProto& t, const onnx::ValueInfoProto* v) {
+          if (v && t.data_type() == onnx::TensorProto::UINT16 &&
+              v->type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
             t.set_data_type(onnx::TensorProto::BFLOAT16);
         };
         std::vector<const onnx::ValueInfoProto*> graph_inputs;
@@ -185,23 +210,42 @@ int main(int argc, char** argv) {
         for (const auto& init : m.graph().initializer()) inits.insert(init.name());
         for (const auto& v : m.graph().input())
           if (!inits.count(v.name())) graph_inputs.push_back(&v);
+        bool sequences = false;
         for (int i = 0; fs::exists(set / fmt::format("input_{}.pb", i)); ++i) {
-          onnx::TensorProto t;
-          if (!t.ParseFromString(read_bytes(set / fmt::format("input_{}.pb", i)))) throw InputError("an input does not parse");
-          if (i < static_cast<int>(graph_inputs.size())) as_declared(t, *graph_inputs[i]);
-          inputs.push_back(tensor_from_proto(t, set.string(), fail));
+          const onnx::ValueInfoProto* v = i < static_cast<int>(graph_inputs.size()) ? graph_inputs[i] : nullptr;
+          sequences = sequences || (v && is_sequence(*v));
+          inputs.push_back(read_value(set / fmt::format("input_{}.pb", i), v && is_sequence(*v),
+                                      [&](onnx::TensorProto& t) { as_declared(t, v); }));
         }
         for (int i = 0; fs::exists(set / fmt::format("output_{}.pb", i)); ++i) {
-          onnx::TensorProto t;
-          if (!t.ParseFromString(read_bytes(set / fmt::format("output_{}.pb", i)))) throw InputError("an output does not parse");
-          if (i < m.graph().output_size()) as_declared(t, m.graph().output(i));
-          wanted.push_back(tensor_from_proto(t, set.string(), fail));
+          const onnx::ValueInfoProto* v = i < m.graph().output_size() ? &m.graph().output(i) : nullptr;
+          sequences = sequences || (v && is_sequence(*v));
+          wanted.push_back(read_value(set / fmt::format("output_{}.pb", i), v && is_sequence(*v),
+                                      [&](onnx::TensorProto& t) { as_declared(t, v); }));
         }
-        const std::vector<at::Tensor> got = program->run_all(inputs, /*check_declared=*/false);
+        std::vector<Value> got;
+        if (sequences) {
+          got = program->run_values(inputs);
+        } else {
+          std::vector<at::Tensor> tensors;
+          for (const auto& v : inputs) tensors.push_back(v.tensor);
+          for (auto& t : program->run_all(tensors, /*check_declared=*/false)) got.emplace_back(t);
+        }
         if (got.size() != wanted.size())
           throw InputError(fmt::format("{} outputs expected, got {}", wanted.size(), got.size()));
-        for (size_t k = 0; k < got.size() && error.empty(); ++k)
-          error = compare(wanted[k], got[k].contiguous(), fmt::format("set {} output {} '{}'", s, k, program->output_names()[k]));
+        for (size_t k = 0; k < got.size() && error.empty(); ++k) {
+          const std::string name = fmt::format("set {} output {} '{}'", s, k, program->output_names()[k]);
+          if (wanted[k].is_sequence() != got[k].is_sequence()) {
+            error = name + ": a sequence and a tensor";
+          } else if (!wanted[k].is_sequence()) {
+            error = compare(wanted[k].tensor, got[k].tensor.contiguous(), name);
+          } else if (wanted[k].sequence->size() != got[k].sequence->size()) {
+            error = fmt::format("{}: {} tensors expected, got {}", name, wanted[k].sequence->size(), got[k].sequence->size());
+          } else {
+            for (size_t j = 0; j < got[k].sequence->size() && error.empty(); ++j)
+              error = compare((*wanted[k].sequence)[j], (*got[k].sequence)[j].contiguous(), fmt::format("{}[{}]", name, j));
+          }
+        }
         if (!error.empty()) break;
       }
       if (error.empty() && sets == 0) error = "no test_data_set_0";

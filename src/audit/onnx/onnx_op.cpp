@@ -19,6 +19,36 @@ OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at:
       run_subgraph_(std::move(run_subgraph)),
       max_elements_(max_elements) {}
 
+OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<Value> values, bool float64,
+                     SubgraphRunner run_subgraph, int64_t max_elements)
+    : node_(node),
+      opset_(opset),
+      values_(std::move(values)),
+      float64_(float64),
+      run_subgraph_(std::move(run_subgraph)),
+      max_elements_(max_elements) {
+  inputs_.reserve(values_.size());
+  for (const auto& v : values_) inputs_.push_back(v.tensor);
+}
+
+Value Value::of_sequence(std::vector<at::Tensor> items, std::optional<at::ScalarType> elem_type) {
+  Value v;
+  v.sequence = std::make_shared<const std::vector<at::Tensor>>(std::move(items));
+  v.elem_type = elem_type;
+  return v;
+}
+
+const Value& OpContext::value(size_t i) const {
+  static const Value kAbsent;
+  return i < values_.size() ? values_[i] : kAbsent;
+}
+
+const Value& OpContext::sequence(size_t i) const {
+  const Value& v = value(i);
+  if (!v.is_sequence()) fail(fmt::format("input {} must be a sequence, got {}", i, v.defined() ? "a tensor" : "none"));
+  return v;
+}
+
 const std::string& OpContext::op_type() const { return node_.op_type(); }
 
 int OpContext::num_outputs() const { return node_.output_size(); }
@@ -109,10 +139,19 @@ at::Tensor OpContext::attr_tensor(const char* name) const {
 
 #undef GRASSAUDIT_ATTR
 
-std::vector<at::Tensor> OpContext::run_subgraph(const char* name, const std::vector<at::Tensor>& inputs) const {
+std::vector<Value> OpContext::run_subgraph_values(const char* name, const std::vector<Value>& inputs) const {
   const onnx::AttributeProto* a = attr(name);
   if (!a || a->type() != onnx::AttributeProto::GRAPH) fail(fmt::format("needs the graph attribute '{}'", name));
   return run_subgraph_(*a, inputs);
+}
+
+std::vector<at::Tensor> OpContext::run_subgraph(const char* name, const std::vector<at::Tensor>& inputs) const {
+  std::vector<at::Tensor> out;
+  for (auto& v : run_subgraph_values(name, std::vector<Value>(inputs.begin(), inputs.end()))) {
+    if (v.is_sequence()) fail(fmt::format("the sub-graph '{}' returns a sequence where a tensor is read", name));
+    out.push_back(std::move(v.tensor));
+  }
+  return out;
 }
 
 void OpContext::fail(const std::string& why) const {
@@ -183,5 +222,17 @@ const OpTable& op_table() {
   }();
   return table;
 }
+
+const ValueOpTable& value_op_table() {
+  static const ValueOpTable table = [] {
+    ValueOpTable t;
+    add_sequence_ops(t);
+    add_control_value_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+bool runs_op(const std::string& type) { return value_op_table().count(type) || op_table().count(type); }
 
 }  // namespace grassaudit::onnx_rt

@@ -10,6 +10,7 @@
 // input), the op reads both forms.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -24,15 +25,34 @@ class AttributeProto;
 
 namespace grassaudit::onnx_rt {
 
+// A value between nodes: a tensor, or a sequence of tensors (ONNX's sequence type: what a scripted
+// loop that appends to a list exports to). A sequence is shared, never changed in place: the
+// sequence ops make a new one.
+struct Value {
+  at::Tensor tensor;
+  std::shared_ptr<const std::vector<at::Tensor>> sequence;  // set: a sequence (possibly empty)
+  // A sequence's element type when it has no element to say it (SequenceEmpty's dtype).
+  std::optional<at::ScalarType> elem_type;
+  Value() = default;
+  Value(at::Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
+  static Value of_sequence(std::vector<at::Tensor> items, std::optional<at::ScalarType> elem_type = std::nullopt);
+  bool is_sequence() const { return sequence != nullptr; }
+  bool defined() const { return tensor.defined() || is_sequence(); }
+};
+
 class OpContext {
  public:
   // Runs the graph attribute `attr` (If's branches, Loop's and Scan's bodies) on `inputs` (the
   // sub-graph's inputs in order); names of the enclosing graphs are visible inside, as ONNX says.
   using SubgraphRunner =
-      std::function<std::vector<at::Tensor>(const onnx::AttributeProto& attr, const std::vector<at::Tensor>& inputs)>;
+      std::function<std::vector<Value>(const onnx::AttributeProto& attr, const std::vector<Value>& inputs)>;
 
   // `max_elements`: OnnxProgram::Limits's (the default is the CLI's, for an op run on its own).
   OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at::Tensor> inputs, bool float64,
+            SubgraphRunner run_subgraph, int64_t max_elements = int64_t{1} << 31);
+  // A node that takes sequences (ValueOpFn): its inputs as values; inputs() holds their tensors
+  // (undefined for a sequence).
+  OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<Value> values, bool float64,
             SubgraphRunner run_subgraph, int64_t max_elements = int64_t{1} << 31);
 
   const onnx::NodeProto& node() const { return node_; }
@@ -70,8 +90,15 @@ class OpContext {
   std::vector<std::string> attr_strings(const char* name) const;
   at::Tensor attr_tensor(const char* name) const;  // undefined when absent; float32 promoted
   const onnx::AttributeProto* attr(const char* name) const;  // nullptr when absent
-  // Runs the sub-graph held by attribute `name` (required).
+  // Runs the sub-graph held by attribute `name` (required); fail() when it returns a sequence.
   std::vector<at::Tensor> run_subgraph(const char* name, const std::vector<at::Tensor>& inputs) const;
+  // The same for values (a Loop carrying a sequence).
+  std::vector<Value> run_subgraph_values(const char* name, const std::vector<Value>& inputs) const;
+  // Input i as a value (a ValueOpFn's node); an undefined value when absent.
+  const Value& value(size_t i) const;
+  size_t num_values() const { return values_.size(); }
+  // Input i, which must be a sequence / a tensor: fail() names it otherwise.
+  const Value& sequence(size_t i) const;
 
   // InputError, one line naming the node (its name or index, op type) and `why`.
   [[noreturn]] void fail(const std::string& why) const;
@@ -85,6 +112,7 @@ class OpContext {
   const onnx::NodeProto& node_;
   int64_t opset_;
   std::vector<at::Tensor> inputs_;
+  std::vector<Value> values_;
   bool float64_;
   SubgraphRunner run_subgraph_;
   int64_t max_elements_;
@@ -92,6 +120,10 @@ class OpContext {
 
 using OpFn = std::vector<at::Tensor> (*)(OpContext&);
 using OpTable = std::unordered_map<std::string, OpFn>;
+// An op that takes or makes sequences (OpContext::value): the sequence ops, and the control ops
+// whose bodies may carry them. Looked up before the tensor table.
+using ValueOpFn = std::vector<Value> (*)(OpContext&);
+using ValueOpTable = std::unordered_map<std::string, ValueOpFn>;
 
 // The families (one file each); the table of every op the interpreter runs (default domain "").
 void add_elementwise_ops(OpTable& table);  // onnx_ops_elementwise.cpp: math, logic, activations
@@ -100,6 +132,11 @@ void add_nn_ops(OpTable& table);           // onnx_ops_nn.cpp: MatMul, Gemm, Con
 void add_rnn_ops(OpTable& table);          // onnx_ops_rnn.cpp: LSTM, GRU, RNN
 void add_control_ops(OpTable& table);      // onnx_ops_control.cpp: If, Loop, Scan
 const OpTable& op_table();
+void add_sequence_ops(ValueOpTable& table);  // onnx_ops_sequence.cpp: the sequence type's ops, Identity on either
+void add_control_value_ops(ValueOpTable& table);  // onnx_ops_control.cpp: If and Loop over values
+const ValueOpTable& value_op_table();
+// Whether the reader runs op `type` (either table).
+bool runs_op(const std::string& type);
 // MatMul(A, B) then Add(product, bias) as one node, the interpreter's fusion (onnx_program.cpp):
 // inputs A, B, bias; output the Add's.
 OpFn matmul_add_fn();

@@ -3,8 +3,9 @@
 
 #include "audit/onnx/onnx_op.h"
 
-// Control flow: If runs one branch, Loop its body until the trip count or the condition ends it,
-// Scan its body over slices of its scan inputs. Bodies are sub-graphs that see the names around
+// Control flow: If runs one branch, Loop its body until the trip count or the condition ends it
+// (both over values: a branch or a loop may carry a sequence), Scan its body over slices of its
+// scan inputs. Bodies are sub-graphs that see the names around
 // them (OpContext::run_subgraph).
 namespace grassaudit::onnx_rt {
 
@@ -21,38 +22,51 @@ at::Tensor stacked(const OpContext& c, const Ts& slices) {
   return at::stack(slices, 0);
 }
 
-Ts op_if(OpContext& c) {
+using Vs = std::vector<Value>;
+
+// If and Loop pass values: a branch may return a sequence, a Loop may carry one (a scripted loop
+// that appends to a list).
+Vs op_if(OpContext& c) {
   const at::Tensor& cond = c.required(0);
   if (cond.numel() != 1) c.fail(fmt::format("the condition has {} elements, not one", cond.numel()));
-  return c.run_subgraph(cond.item<bool>() ? "then_branch" : "else_branch", {});
+  return c.run_subgraph_values(cond.item<bool>() ? "then_branch" : "else_branch", {});
 }
 
 // Loop(M?, cond?, v_initial...) -> (v_final..., scan_outputs...)
 // body(iteration_num, cond, v...) -> (cond, v..., scan_slices...)
-Ts op_loop(OpContext& c) {
+Vs op_loop(OpContext& c) {
   const at::Tensor max_trip = c.input(0), cond_in = c.input(1);
-  const size_t n_carried = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
-  Ts carried;
-  for (size_t i = 0; i < n_carried; ++i) carried.push_back(c.required(2 + i));
+  if (max_trip.defined() && max_trip.numel() != 1) c.fail("the trip count is not one number");
+  if (cond_in.defined() && cond_in.numel() != 1) c.fail("the condition is not one value");
+  const size_t n_carried = c.num_values() > 2 ? c.num_values() - 2 : 0;
+  Vs carried;
+  for (size_t i = 0; i < n_carried; ++i) {
+    if (!c.value(2 + i).defined()) c.fail(fmt::format("input {} is required but absent", 2 + i));
+    carried.push_back(c.value(2 + i));
+  }
   const int64_t trips = max_trip.defined() ? max_trip.item<int64_t>() : -1;
   bool cond = cond_in.defined() ? cond_in.item<bool>() : true;
   std::vector<Ts> scans;
   // Each iteration is a sub-graph call, which the run's limit on them ends.
   for (int64_t it = 0; (trips < 0 || it < trips) && cond; ++it) {
-    Ts in{at::scalar_tensor(it, at::kLong), at::scalar_tensor(cond, at::kBool)};
+    Vs in{Value(at::scalar_tensor(it, at::kLong)), Value(at::scalar_tensor(cond, at::kBool))};
     in.insert(in.end(), carried.begin(), carried.end());
-    Ts out = c.run_subgraph("body", in);
+    Vs out = c.run_subgraph_values("body", in);
     if (out.size() < 1 + n_carried) c.fail(fmt::format("the body returns {} values, needs at least {}", out.size(), 1 + n_carried));
-    cond = out[0].item<bool>();
+    if (out[0].is_sequence() || out[0].tensor.numel() != 1) c.fail("the body's condition is not one value");
+    cond = out[0].tensor.item<bool>();
     for (size_t i = 0; i < n_carried; ++i) carried[i] = out[1 + i];
     if (scans.empty()) scans.resize(out.size() - 1 - n_carried);
-    for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(out[1 + n_carried + k]);
+    for (size_t k = 0; k < scans.size(); ++k) {
+      if (out[1 + n_carried + k].is_sequence()) c.fail("a scan output of the body is a sequence");
+      scans[k].push_back(out[1 + n_carried + k].tensor);
+    }
   }
-  Ts result = carried;
+  Vs result = carried;
   const size_t n_scan = static_cast<size_t>(c.num_outputs()) > n_carried ? c.num_outputs() - n_carried : 0;
   for (size_t k = 0; k < n_scan; ++k) {
-    if (k < scans.size() && !scans[k].empty()) result.push_back(stacked(c, scans[k]));
-    else result.push_back(at::empty({0}, at::kFloat));  // no iteration ran: an empty scan output
+    if (k < scans.size() && !scans[k].empty()) result.emplace_back(stacked(c, scans[k]));
+    else result.emplace_back(at::empty({0}, at::kFloat));  // no iteration ran: an empty scan output
   }
   return result;
 }
@@ -106,10 +120,11 @@ Ts op_scan(OpContext& c) {
 
 }  // namespace
 
-void add_control_ops(OpTable& t) {
+void add_control_ops(OpTable& t) { t["Scan"] = op_scan; }
+
+void add_control_value_ops(ValueOpTable& t) {
   t["If"] = op_if;
   t["Loop"] = op_loop;
-  t["Scan"] = op_scan;
 }
 
 }  // namespace grassaudit::onnx_rt

@@ -63,6 +63,7 @@ struct OnnxProgram::Impl {
     struct Node {
       const onnx::NodeProto* proto = nullptr;
       OpFn fn = nullptr;
+      ValueOpFn vfn = nullptr;  // set instead of fn: an op over values (sequences)
       std::vector<int> in;    // slots; -1: an omitted optional input
       std::vector<int> out;   // slots; -1: an omitted output
       std::vector<int> release;  // slots no later node of this graph reads
@@ -86,6 +87,7 @@ struct OnnxProgram::Impl {
   std::string model_dir;
   int64_t opset = 0;
   std::vector<GraphInput> user_inputs;
+  std::vector<char> root_sequence_inputs;  // per user input: a sequence of tensors
   std::vector<std::string> output_names;
   NamedTensors parameters, none;
   Graph root;
@@ -142,11 +144,10 @@ struct OnnxProgram::Impl {
   void compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope);
   static void fuse_matmul_add(Graph& g);
   // `subgraph_calls`: how many sub-graphs this run has called (Limits::max_subgraph_calls).
-  void run_graph(const Graph& g, std::vector<at::Tensor>& env, const std::vector<std::vector<at::Tensor>*>& outer_envs,
+  void run_graph(const Graph& g, std::vector<Value>& env, const std::vector<std::vector<Value>*>& outer_envs,
                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const;
-  std::vector<at::Tensor> call(const Graph& g, const std::vector<at::Tensor>& inputs,
-                               std::vector<std::vector<at::Tensor>*> outer_envs,
-                               std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const;
+  std::vector<Value> call(const Graph& g, const std::vector<Value>& inputs, std::vector<std::vector<Value>*> outer_envs,
+                          std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const;
 };
 
 void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope) {
@@ -169,19 +170,25 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
   for (const auto& in : gp.input()) {
     if (is_root && init_names.count(in.name())) continue;  // an initializer listed as an input (IR < 4): a weight
     if (in.name().empty()) fail(fmt::format("{} has an input with no name", where));
-    if (!in.type().has_tensor_type())
-      fail(fmt::format("{}: input '{}' is not a tensor (a sequence, map or optional), which the audit does not feed",
+    // A sequence of tensors is a value like a tensor (a Loop body carries one); a root input of
+    // that type is fed by run_values only (the audit feeds tensors).
+    const bool sequence = in.type().has_sequence_type() && in.type().sequence_type().elem_type().has_tensor_type();
+    const bool untyped = !is_root && in.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;  // a body's, typed by use
+    if (!in.type().has_tensor_type() && !sequence && !untyped)
+      fail(fmt::format("{}: input '{}' is neither a tensor nor a sequence of tensors (a map or optional), which this "
+                       "reader does not take",
                        where, in.name()));
     g.input_slots.push_back(define(g, in.name(), where));
     if (!is_root) continue;
     GraphInput u;
     u.name = in.name();
-    const auto& tt = in.type().tensor_type();
+    root_sequence_inputs.push_back(sequence);
+    const auto& tt = sequence ? in.type().sequence_type().elem_type().tensor_type() : in.type().tensor_type();
     std::string why;
     const auto dt = scalar_type_of(tt.elem_type(), &why);
     if (!dt) fail(fmt::format("input '{}': {}", in.name(), why));
     u.dtype = *dt;
-    if (tt.has_shape())
+    if (tt.has_shape() && !sequence)
       for (const auto& d : tt.shape().dim()) {
         if (d.has_dim_value() && d.dim_value() < 0)
           fail(fmt::format("input '{}' declares the size {}", in.name(), d.dim_value()));
@@ -192,6 +199,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     user_inputs.push_back(u);
   }
   const auto& table = op_table();
+  const auto& value_table = value_op_table();
   for (int i = 0; i < gp.node_size(); ++i) {
     const auto& np = gp.node(i);
     Graph::Node n;
@@ -200,10 +208,14 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     n.profile_key = np.op_type();
     if (!default_domain(np.domain()))
       fail(fmt::format("{}: domain '{}' is not one this reader runs (it runs the default ONNX domain)", n.label, np.domain()));
-    auto op = table.find(np.op_type());
-    if (op == table.end())
-      fail(fmt::format("{}: op {} (domain ai.onnx, opset {}) is not one this reader runs", n.label, np.op_type(), opset));
-    n.fn = op->second;
+    if (auto v = value_table.find(np.op_type()); v != value_table.end()) {
+      n.vfn = v->second;
+    } else {
+      auto op = table.find(np.op_type());
+      if (op == table.end())
+        fail(fmt::format("{}: op {} (domain ai.onnx, opset {}) is not one this reader runs", n.label, np.op_type(), opset));
+      n.fn = op->second;
+    }
     if (std::find(census.begin(), census.end(), np.op_type()) == census.end()) census.push_back(np.op_type());
     for (const auto& name : np.input()) n.in.push_back(read(g, name, n.label));
     for (const auto& a : np.attribute()) {
@@ -304,33 +316,42 @@ void OnnxProgram::Impl::fuse_matmul_add(Graph& g) {
   g.nodes = std::move(kept);
 }
 
-std::vector<at::Tensor> OnnxProgram::Impl::call(const Graph& g, const std::vector<at::Tensor>& inputs,
-                                                std::vector<std::vector<at::Tensor>*> outer_envs,
+std::vector<Value> OnnxProgram::Impl::call(const Graph& g, const std::vector<Value>& inputs,
+                                           std::vector<std::vector<Value>*> outer_envs,
                                                 std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const {
-  std::vector<at::Tensor> env(g.nslots);
+  std::vector<Value> env(g.nslots);
   if (inputs.size() > g.input_slots.size())
     throw InputError(fmt::format("a sub-graph takes {} inputs, the op passes {}", g.input_slots.size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) env[g.input_slots[i]] = inputs[i];
   for (const auto& [s, idx] : g.initializer_slots) env[s] = parameters[idx].second;
   for (const auto& [s, outer_slot] : g.captured) env[s] = (*outer_envs.back())[outer_slot];
   run_graph(g, env, outer_envs, outer_graphs, subgraph_calls);
-  std::vector<at::Tensor> out;
+  std::vector<Value> out;
   for (int s : g.output_slots) out.push_back(env[s]);
   return out;
 }
 
-void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
-                                  const std::vector<std::vector<at::Tensor>*>& outer_envs,
+void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
+                                  const std::vector<std::vector<Value>*>& outer_envs,
                                   const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const {
   for (const auto& n : g.nodes) {
     std::vector<at::Tensor> in;
+    std::vector<Value> values;  // an op over values gets its inputs as they are
     std::vector<at::IntArrayRef> shapes;
     in.reserve(n.in.size());
     for (size_t k = 0; k < n.in.size(); ++k) {
       const int s = n.in[k];
+      if (n.vfn) {
+        values.push_back(s < 0 ? Value() : env[s]);
+        if (s >= 0 && n.hand_over[k]) env[s] = Value();
+        continue;
+      }
+      if (s >= 0 && env[s].is_sequence())
+        throw InputError(fmt::format("{}: input {} ('{}') is a sequence; {} takes tensors", n.label, k, n.proto->input(k),
+                                     n.proto->op_type()));
       if (s < 0) in.emplace_back();
-      else if (n.hand_over[k]) in.push_back(std::move(env[s]));
-      else in.push_back(env[s]);
+      else if (n.hand_over[k]) in.push_back(std::move(env[s].tensor));
+      else in.push_back(env[s].tensor);
       if (in.back().defined()) shapes.push_back(in.back().sizes());
     }
     // Inputs that broadcast to more than a node may make are refused before an op allocates it.
@@ -339,7 +360,7 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
                                    fmt::join(*b, ", "), limits.max_elements));
     OpContext::SubgraphRunner runner;
     if (!g.subgraphs.empty())
-      runner = [&](const onnx::AttributeProto& a, const std::vector<at::Tensor>& inputs) {
+      runner = [&](const onnx::AttributeProto& a, const std::vector<Value>& inputs) {
         auto it = g.subgraphs.find(&a);
         if (it == g.subgraphs.end()) throw InputError("a sub-graph the reader did not compile");
         if (++subgraph_calls > limits.max_subgraph_calls)
@@ -351,17 +372,26 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
         graphs.push_back(&g);
         return call(*it->second, inputs, envs, graphs, subgraph_calls);
       };
-    OpContext ctx(*n.proto, opset, std::move(in), promote, std::move(runner), limits.max_elements);
-    std::vector<at::Tensor> out;
+    OpContext ctx = n.vfn ? OpContext(*n.proto, opset, std::move(values), promote, std::move(runner), limits.max_elements)
+                          : OpContext(*n.proto, opset, std::move(in), promote, std::move(runner), limits.max_elements);
+    std::vector<Value> out;
+    auto run_op = [&] {
+      if (n.vfn) {
+        out = n.vfn(ctx);
+      } else {
+        auto tensors = n.fn(ctx);
+        out.assign(std::make_move_iterator(tensors.begin()), std::make_move_iterator(tensors.end()));
+      }
+    };
     try {
       if (profile) {
         const auto t0 = std::chrono::steady_clock::now();
-        out = n.fn(ctx);
+        run_op();
         auto& slot = op_seconds[n.profile_key];
         slot.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++slot.second;
       } else {
-        out = n.fn(ctx);
+        run_op();
       }
     } catch (const InputError&) {
       throw;
@@ -374,13 +404,13 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<at::Tensor>& env,
       if (n.out[k] < 0) continue;
       if (k >= out.size() || !out[k].defined())
         throw InputError(fmt::format("{}: output {} ('{}') was not computed", n.label, k, n.proto->output(k)));
-      if (span_within(out[k].sizes(), limits.max_elements) < 0)
+      if (!out[k].is_sequence() && span_within(out[k].tensor.sizes(), limits.max_elements) < 0)
         throw InputError(fmt::format("{}: output {} ('{}') has the shape [{}], over the {} elements a node may make",
-                                     n.label, k, n.proto->output(k), fmt::join(out[k].sizes(), ", "),
+                                     n.label, k, n.proto->output(k), fmt::join(out[k].tensor.sizes(), ", "),
                                      limits.max_elements));
       env[n.out[k]] = std::move(out[k]);
     }
-    for (int s : n.release) env[s] = at::Tensor();
+    for (int s : n.release) env[s] = Value();
   }
 }
 
@@ -460,8 +490,10 @@ std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user
   const auto& in = impl_->user_inputs;
   if (user_inputs.size() != in.size())
     throw InputError(fmt::format("the graph takes {} inputs, got {}", in.size(), user_inputs.size()));
-  std::vector<at::Tensor> args;
+  std::vector<Value> args;
   for (size_t i = 0; i < in.size(); ++i) {
+    if (impl_->root_sequence_inputs[i])
+      throw InputError(fmt::format("input '{}' is a sequence of tensors, which the audit does not feed", in[i].name));
     at::Tensor t = user_inputs[i];
     // Integer ids go in as the graph declares them (int32 or int64); floats keep their precision,
     // so a float64 run stays float64.
@@ -487,7 +519,26 @@ std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user
     args.push_back(t);
   }
   int64_t subgraph_calls = 0;
-  return impl_->call(impl_->root, args, {}, {}, subgraph_calls);
+  std::vector<at::Tensor> out;
+  const auto values = impl_->call(impl_->root, args, {}, {}, subgraph_calls);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].is_sequence())
+      throw InputError(fmt::format("output '{}' is a sequence of tensors: stack it into one tensor to audit it",
+                                   impl_->output_names[i]));
+    out.push_back(values[i].tensor);
+  }
+  return out;
+}
+
+std::vector<Value> OnnxProgram::run_values(const std::vector<Value>& user_inputs) {
+  if (user_inputs.size() != impl_->user_inputs.size())
+    throw InputError(fmt::format("the graph takes {} inputs, got {}", impl_->user_inputs.size(), user_inputs.size()));
+  for (size_t i = 0; i < user_inputs.size(); ++i)
+    if (user_inputs[i].is_sequence() != static_cast<bool>(impl_->root_sequence_inputs[i]))
+      throw InputError(fmt::format("input '{}' is {} in the graph", impl_->user_inputs[i].name,
+                                   impl_->root_sequence_inputs[i] ? "a sequence" : "a tensor"));
+  int64_t subgraph_calls = 0;
+  return impl_->call(impl_->root, user_inputs, {}, {}, subgraph_calls);
 }
 
 c10::IValue OnnxProgram::run(const std::vector<at::Tensor>& user_inputs) {

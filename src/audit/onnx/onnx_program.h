@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "audit/graph_program.h"
+#include "audit/onnx/onnx_op.h"
 
 namespace grassaudit::onnx_rt {
 
@@ -35,6 +36,9 @@ class OnnxProgram : public GraphProgram {
   // some of which feeds other ranks than the graph declares).
   std::vector<at::Tensor> run_all(const std::vector<at::Tensor>& user_inputs, bool check_declared = true);
   const std::vector<std::string>& output_names() const;
+  // The same on values: inputs and outputs may be sequences of tensors (ONNX's own tests feed and
+  // expect them; the audit's inputs and outputs are tensors).
+  std::vector<Value> run_values(const std::vector<Value>& user_inputs);
 
   NamedTensors& parameters() override;  // the initializers
   NamedTensors& buffers() override;     // none: an ONNX graph keeps no state between runs
