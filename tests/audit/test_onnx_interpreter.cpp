@@ -7,10 +7,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "audit/onnx/onnx_program.h"
+#include "util/error.h"
 
 using grassaudit::onnx_rt::OnnxProgram;
 
@@ -173,4 +175,82 @@ TEST(OnnxInterpreter, GeluReadsItsApproximation) {
                                 : 0.5 * x * (1 + at::erf(x / std::sqrt(2.0)));
     expect_close(want, gr.load()->run_all({x})[0], 1e-5);
   }
+}
+
+// A sequence that cannot be what the graph asks of it is one line naming the node: tensors of two
+// element types, an empty sequence concatenated, a position past the end, a sequence where a
+// tensor op reads. The same graphs with good values give torch.cat / the element.
+TEST(OnnxInterpreter, BadSequencesAreOneLineNamingTheNode) {
+  auto run = [](const std::function<void(Graph&)>& build, const std::vector<at::Tensor>& in) {
+    Graph gr;
+    gr.input("x");
+    gr.input("i", onnx::TensorProto::INT64);
+    build(gr);
+    gr.output("y");
+    return gr.load()->run_all(in)[0];
+  };
+  const at::Tensor x = at::randn({2, 3});
+  auto error_of = [&](const std::function<void(Graph&)>& build, const std::vector<at::Tensor>& in) -> std::string {
+    try {
+      run(build, in);
+    } catch (const grassaudit::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      return e.what();
+    }
+    return "no error";
+  };
+  auto concat = [](Graph& gr) {
+    gr.node("SequenceConstruct", {"x", "x"}, {"s"});
+    auto* c = gr.node("ConcatFromSequence", {"s"}, {"y"});
+    auto* a = c->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+  };
+  const at::Tensor i0 = at::scalar_tensor(int64_t{0}, at::kLong);
+  expect_close(at::cat({x, x}, 1), run(concat, {x, i0}));
+  auto at_pos = [](Graph& gr) {
+    gr.node("SequenceConstruct", {"x", "x"}, {"s"});
+    gr.node("SequenceAt", {"s", "i"}, {"y"});
+  };
+  expect_close(x, run(at_pos, {x, at::scalar_tensor(int64_t{-2}, at::kLong)}));
+  EXPECT_NE(error_of(at_pos, {x, at::scalar_tensor(int64_t{2}, at::kLong)}).find("SequenceAt_2"), std::string::npos);
+  EXPECT_NE(error_of(at_pos, {x, at::scalar_tensor(int64_t{2}, at::kLong)}).find("position 2 is outside a sequence of 2"),
+            std::string::npos);
+  const std::string mixed = error_of(
+      [](Graph& gr) {
+        gr.node("Cast", {"x"}, {"d"})->add_attribute()->CopyFrom([] {
+          onnx::AttributeProto a;
+          a.set_name("to");
+          a.set_type(onnx::AttributeProto::INT);
+          a.set_i(onnx::TensorProto::DOUBLE);
+          return a;
+        }());
+        gr.node("SequenceConstruct", {"x"}, {"s"});
+        gr.node("SequenceInsert", {"s", "d"}, {"s2"});
+        gr.node("SequenceAt", {"s2", "i"}, {"y"});
+      },
+      {x, i0});
+  EXPECT_NE(mixed.find("SequenceInsert_3"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("cannot join a sequence of Float"), std::string::npos) << mixed;
+  const std::string empty = error_of(
+      [](Graph& gr) {
+        gr.node("SequenceEmpty", {}, {"s"});
+        auto* c = gr.node("ConcatFromSequence", {"s"}, {"c"});
+        auto* a = c->add_attribute();
+        a->set_name("axis");
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(0);
+        gr.node("Add", {"x", "c"}, {"y"});
+      },
+      {x, i0});
+  EXPECT_NE(empty.find("ConcatFromSequence_2"), std::string::npos) << empty;
+  EXPECT_NE(empty.find("empty sequence"), std::string::npos) << empty;
+  const std::string as_tensor = error_of(
+      [](Graph& gr) {
+        gr.node("SequenceConstruct", {"x"}, {"s"});
+        gr.node("Add", {"x", "s"}, {"y"});
+      },
+      {x, i0});
+  EXPECT_NE(as_tensor.find("is a sequence; Add takes tensors"), std::string::npos) << as_tensor;
 }
