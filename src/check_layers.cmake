@@ -1,7 +1,7 @@
 cmake_minimum_required(VERSION 3.20)
 # Run on every build (cmake -P): refuses an #include that points up the layer order
 #   util <- text, report;  util <- core <- audit <- train <- {nli, bench};  cli on top
-#   and python (the package's extension, src/python/csrc) on top of audit; nothing includes it
+#   and python (the package's extension, src/python/csrc) on top of audit and report; nothing includes it
 # Each layer is its own static library linked only along these arrows, so a call upward also
 # fails to link; this check says which line broke the order before anything compiles.
 # Usage: cmake -DSRC_DIR=<src> -P check_layers.cmake
@@ -14,7 +14,7 @@ set(allowed_train  util text core audit train)
 set(allowed_bench  util text core audit train bench)
 set(allowed_nli    util text core audit train nli)
 set(allowed_cli    util text report core audit train bench nli cli)
-set(allowed_python util core audit python)
+set(allowed_python util report core audit python)
 set(layers util text report core audit train bench nli cli python)
 set(dir_python python/csrc)
 

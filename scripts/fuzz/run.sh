@@ -51,7 +51,8 @@ PY
       python3 - "$ROOT/audits/export" "$c" <<'PY'
 import sys, zipfile
 for name in ("gpt_block", "gru", "two_inputs_dict", "rope_gqa_causal", "cumsum", "cond_causal_taken",
-                 "while_loop", "scan", "map_rows", "no_grad", "masked_fill_inf"):
+                 "while_loop", "scan", "map_rows", "no_grad", "masked_fill_inf", "guarded_topk",
+                 "sdpa_no_mask_batch_2_16"):
     try:
         z = zipfile.ZipFile(f"{sys.argv[1]}/{name}.pt2")
     except FileNotFoundError:

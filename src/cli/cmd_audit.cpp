@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -27,12 +28,30 @@
 #include "core/runtime.h"
 #include "core/token_mixer.h"
 #include "train/rank_output.h"
+#include "report/audit_page.h"
+#include "report/figures.h"
+#include "report/gnuplot.h"
+#include "report/leak_map_figure.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace grassaudit::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
+
+// --leak-map FILE.svg / FILE.png: a picture; any other name: CSV (t,D,effect).
+bool is_picture(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".svg" || ext == ".png";
+}
+
+// Pictures are drawn by gnuplot: its absence is one line before the audit runs.
+void require_gnuplot(const std::string& what) {
+  if (!find_program("gnuplot"))
+    throw InputError(what + ": gnuplot was not found (install gnuplot; --leak-map FILE.csv needs none)");
+}
 const char* kUsage =
     "usage: grassaudit audit --model FILE --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
     "       FILE: TorchScript, torch.export (.pt2) or ONNX, read by content\n"
@@ -127,7 +146,11 @@ void add_audit_options(po::options_description& desc) {
        "also audit the incremental path against forward: --model exports init_state(batch) and\n"
        "step(x, state) (audits/README.md: the incremental path); --mixer: the built-in KV cache / Grassmann buffer")
       ("json", po::value<std::string>(), "write the result as JSON")
-      ("leak-map", po::value<std::string>(), "write the leak map as CSV (t,D,effect)");
+      ("leak-map", po::value<std::string>(),
+       "write the leak map: FILE.svg or FILE.png a picture (drawn by gnuplot), any other name CSV (t,D,effect)")
+      ("report", po::value<std::string>(),
+       "write one page for the audit into this folder: README.md (verdict, contract, each check's result and cost,\n"
+       "the evidence, the summary) with the leak map as leakmap.svg and leakmap.png");
 }
 
 // The options every audit source shares (seq_len comes with the target).
@@ -228,7 +251,19 @@ int audit_main(int argc, char** argv) {
     }
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit, not after it
-    if (vm.count("leak-map")) check_output_path(vm["leak-map"].as<std::string>(), "--leak-map");
+    if (vm.count("leak-map")) {
+      const std::string path = vm["leak-map"].as<std::string>();
+      check_output_path(path, "--leak-map");
+      if (is_picture(path)) require_gnuplot("--leak-map " + path);
+    }
+    if (vm.count("report")) {
+      const std::string dir = vm["report"].as<std::string>();
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw InputError(fmt::format("cannot create {} (--report): {}", dir, ec.message()));
+      check_output_path((fs::path(dir) / "README.md").string(), "--report");
+      require_gnuplot("--report");
+    }
 
     const int sources = int(vm.count("model")) + int(vm.count("suite")) +
                         int(vm.count("mixer") || vm.count("checkpoint"));
@@ -254,7 +289,21 @@ int audit_main(int argc, char** argv) {
     run_model_checks(*target, opt, only, result);
     std::cout << summarize(result);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
-    if (vm.count("leak-map") && dist::is_main()) write_file_atomic(vm["leak-map"].as<std::string>(), leak_map_csv(result));
+    if (vm.count("leak-map") && dist::is_main()) {
+      const std::string path = vm["leak-map"].as<std::string>();
+      if (!is_picture(path)) {
+        write_file_atomic(path, leak_map_csv(result));
+      } else {
+        FigurePlan plan;
+        plan_leak_map(leak_map_picture_of_audit(to_json(result), "leakmap"), plan);
+        write_file_atomic(path, draw_pictures(plan, "gnuplot").at("leakmap" + fs::path(path).extension().string()));
+      }
+    }
+    if (vm.count("report") && dist::is_main()) {
+      const std::string dir = vm["report"].as<std::string>();
+      for (const auto& [name, bytes] : audit_page(to_json(result), summarize(result), "gnuplot"))
+        write_file_atomic((fs::path(dir) / name).string(), bytes);
+    }
     return result.leaky() ? kExitFinding : kExitOk;
   });
 }

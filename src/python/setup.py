@@ -55,8 +55,14 @@ ENGINE = [
     "audit/train_mode_proof.cpp",    # train mode = eval mode, read from the scripted module's graph
     "audit/zero_redraw.cpp",         # the structural pass
     "core/distributed.cpp",          # single-process here (no GRASSAUDIT_C10D)
+    "report/figures.cpp",            # Report.plot: the leak map drawn by the report's own figure code
+    "report/gnuplot.cpp",
+    "report/gnuplot_script.cpp",
+    "report/leak_map_figure.cpp",
+    "util/atomic_file.cpp",
     "util/error_text.cpp",
     "util/sha256.cpp",
+    "util/write_points.cpp",
 ]
 
 

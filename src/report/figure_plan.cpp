@@ -9,36 +9,15 @@
 
 #include "report/best_epoch.h"
 #include "report/format.h"
+#include "report/gnuplot_script.h"
+#include "report/leak_map_figure.h"
 #include "report/limitations.h"
 #include "report/seed_groups.h"
 
 namespace grassaudit {
 namespace {
 
-constexpr double kLogFloor = -12.0;  // leak-map colour floor: log10 of the relative effect
-constexpr double kLogCeil = 1.0;
-
-// gnuplot single-quoted string: no escapes, a quote is doubled.
-std::string q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-// Emits `body` once per terminal; each output lands in out/<stem>.{png,svg}.
-std::string both_terminals(const std::string& stem, const std::string& body, int width,
-                           int height) {
-  std::string out;
-  out += "reset\n";
-  out += fmt::format("set terminal pngcairo size {},{} font 'DejaVu Sans,10' noenhanced\n", width,
-                     height);
-  out += "set output " + q("out/" + stem + ".png") + "\n" + body + "unset output\n";
-  out += "reset\n";
-  out += fmt::format("set terminal svg size {},{} font 'DejaVu Sans,10' noenhanced\n", width,
-                     height);
-  out += "set output " + q("out/" + stem + ".svg") + "\n" + body + "unset output\n";
-  return out;
-}
+std::string q(const std::string& s) { return gnuplot_quote(s); }
 
 // Unique, file-safe stems for run names (sorted input gives stable suffixes).
 std::map<std::string, std::string> run_stems(const std::vector<RunRecord>& runs) {
@@ -224,64 +203,20 @@ void plan_leak_maps(const std::vector<RunRecord>& runs,
                     const std::map<std::string, std::string>& stems, FigurePlan& plan) {
   for (const auto& r : runs) {
     if (!r.leak_map || r.leak_map->cells.empty()) continue;
-    const LeakMap& m = *r.leak_map;
-    long long d_max = 1;
-    long long t_max = m.seq_len - 1;
-    for (const auto& c : m.cells) {
-      d_max = std::max(d_max, c.d);
-      t_max = std::max(t_max, c.t);
-    }
-    // Dense grid; NaN (blank) where nothing was measured.
-    const long long nt = t_max + 1;
-    std::vector<double> grid(static_cast<size_t>(nt * d_max), std::nan(""));
-    for (const auto& c : m.cells) {
-      const double v = c.effect > 0
-                           ? std::min(kLogCeil, std::max(kLogFloor, std::log10(c.effect)))
-                           : kLogFloor;
-      double& cell = grid[static_cast<size_t>(c.t * d_max + (c.d - 1))];
-      cell = std::isnan(cell) ? v : std::max(cell, v);
-    }
-    std::string data;
-    for (long long t = 0; t < nt; ++t) {
-      for (long long d = 1; d <= d_max; ++d) {
-        const double v = grid[static_cast<size_t>(t * d_max + (d - 1))];
-        data += std::isnan(v) ? fmt::format("{} {} NaN\n", t, d)
-                              : fmt::format("{} {} {:.4f}\n", t, d, v);
-      }
-      data += "\n";
-    }
-    const std::string stem = "leakmap-" + stems.at(r.name);
-    plan.data_files.emplace_back(stem + ".dat", data);
-
+    LeakMapPicture p;
+    p.stem = "leakmap-" + stems.at(r.name);
+    p.seq_len = r.leak_map->seq_len;
+    p.cells = r.leak_map->cells;
+    p.horizon = r.audit.leak_horizon;
     std::string verdict = r.audit.verdict.empty() ? "not audited" : r.audit.verdict;
     std::transform(verdict.begin(), verdict.end(), verdict.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    std::string title = r.name + ": leak map, " + verdict;
-    if (r.audit.leak_horizon) title += ", horizon " + std::to_string(*r.audit.leak_horizon);
-    std::string body;
-    body += "set title " + q(title) + "\n";
-    body += "set xlabel 'output position t (0-based)'\n";
-    body += "set ylabel 'offset D (inputs from t+D on replaced)'\n";
-    body += fmt::format("set cblabel 'log10 relative change of y_t (floor {:.0f})'\n", kLogFloor);
-    body += fmt::format("set xrange [-0.5:{}.5]\nset yrange [0.5:{}.5]\n", nt - 1, d_max);
-    body += fmt::format("set cbrange [{:.0f}:{:.0f}]\n", kLogFloor, kLogCeil);
-    body += "set palette defined (-12 'black', -8 '#2c115f', -4 '#b63679', -2 '#fb8861', 1 '#fcfdbf')\n";
-    if (r.audit.leak_horizon && *r.audit.leak_horizon > 0) {
-      body += fmt::format(
-          "set arrow 1 from graph 0, first {}.5 to graph 1, first {}.5 nohead dt 2 lw 1.5 lc rgb "
-          "'#00a0ff' front\n",
-          *r.audit.leak_horizon, *r.audit.leak_horizon);
-    }
-    body += "plot " + q("data/" + stem + ".dat") + " using 1:2:3 with image notitle\n";
-    plan.script += both_terminals(stem, body, 800, 560);
-    std::string caption =
-        "From " + r.name + "/audit.json: colour is log10 of the relative change of output y_t when "
-        "the inputs from position t+D on are replaced (black: no change at the floor). Blank: not "
-        "measured, or no input at t+D.";
-    if (r.audit.leak_horizon && *r.audit.leak_horizon > 0) {
-      caption += " Dashed line: the measured leak horizon.";
-    }
-    plan.figures.push_back({stem, "Leak map: " + r.name, caption});
+    p.title = r.name + ": leak map, " + verdict;
+    if (r.audit.leak_horizon) p.title += ", horizon " + std::to_string(*r.audit.leak_horizon);
+    p.caption = "From " + r.name + "/audit.json: colour is log10 of the relative change of output y_t when the "
+                "inputs from position t+D on are replaced (black: no change). Blank: no input at t+D.";
+    plan_leak_map(p, plan);
+    plan.figures.back().title = "Leak map: " + r.name;
   }
 }
 

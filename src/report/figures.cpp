@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -56,6 +57,19 @@ void remove_stale(const fs::path& dir, const std::set<std::string>& keep) {
 
 }  // namespace
 
+std::map<std::string, std::string> draw_pictures(const FigurePlan& plan, const std::string& gnuplot) {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "data");
+  fs::create_directories(tmp.path() / "out");
+  for (const auto& [name, contents] : plan.data_files) write_file_atomic((tmp.path() / "data" / name).string(), contents);
+  write_file_atomic((tmp.path() / "figures.gp").string(), plan.script);
+  run_gnuplot(gnuplot, tmp.path().string(), "figures.gp");
+  std::map<std::string, std::string> out;
+  for (const auto& f : plan.figures)
+    for (const char* ext : {".png", ".svg"}) out[f.stem + ext] = read_file((tmp.path() / "out" / (f.stem + ext)).string());
+  return out;
+}
+
 FigureResult render_figures(const FigurePlan& plan, const std::string& out_dir,
                             const std::string& gnuplot) {
   FigureResult result;
@@ -75,23 +89,10 @@ FigureResult render_figures(const FigurePlan& plan, const std::string& out_dir,
     return result;
   }
 
-  TempDir tmp;
-  fs::create_directories(tmp.path() / "data");
-  fs::create_directories(tmp.path() / "out");
-  for (const auto& [name, contents] : plan.data_files) {
-    write_file_atomic((tmp.path() / "data" / name).string(), contents);
-  }
-  write_file_atomic((tmp.path() / "figures.gp").string(), plan.script);
-  run_gnuplot(gnuplot, tmp.path().string(), "figures.gp");
-
   std::set<std::string> keep;
-  for (const auto& f : plan.figures) {
-    for (const char* ext : {".png", ".svg"}) {
-      const std::string name = f.stem + ext;
-      const std::string bytes = read_file((tmp.path() / "out" / name).string());
-      write_file_atomic((fig_dir / name).string(), bytes);
-      keep.insert(name);
-    }
+  for (const auto& [name, bytes] : draw_pictures(plan, gnuplot)) {
+    write_file_atomic((fig_dir / name).string(), bytes);
+    keep.insert(name);
   }
   remove_stale(fig_dir, keep);
   result.figures = plan.figures;

@@ -1,5 +1,7 @@
 #include "report/readme.h"
 
+#include "report/headline.h"
+
 #include "report/best_epoch.h"
 #include "report/detail_tables.h"
 #include "report/literal_finding.h"
@@ -54,6 +56,9 @@ std::string render_readme(const ReportOptions& opts, const Published& pub,
         "QUARANTINED; an unaudited run's is withheld. The paper released no code, so its rows "
         "cannot be audited; the public reproductions pair with the past and are not audited "
         "here.\n\n";
+
+  const std::string headline = render_headline(runs);
+  if (!headline.empty()) md += "## At a glance\n\n" + headline + "\n";
 
   md += "## (a) WikiText-2 validation perplexity\n\n";
   md += render_wikitext_table(wikitext_rows(pub, runs)) + "\n";

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "report/headline.h"
 #include "report/report.h"
 #include "report_test_util.h"
 
@@ -66,6 +67,16 @@ TEST(CommittedReport, IsWhatTheCommittedSourcesGenerate) {
     EXPECT_TRUE(bytes == old) << "reports/" << name << " differs" << hint;
   }
   EXPECT_GE(svgs, 3);
+}
+
+// The front page's headline is the report's, byte for byte (scripts/regenerate-reports.sh copies
+// it): the top README never shows a number the report does not.
+TEST(CommittedReport, FrontPageHeadlineIsTheReports) {
+  const fs::path repo = GRASSAUDIT_SOURCE_DIR;
+  const std::string report = headline_block(testing::read_text(repo / "reports" / "README.md"));
+  const std::string front = headline_block(testing::read_text(repo / "README.md"));
+  ASSERT_FALSE(report.empty()) << "reports/README.md has no headline block";
+  EXPECT_EQ(front, report) << "README.md's headline is not the report's (run scripts/regenerate-reports.sh)";
 }
 
 }  // namespace

@@ -29,6 +29,9 @@
 #include "audit/property_search.h"
 #include "audit/train_mode_proof.h"
 #include "audit/zero_redraw.h"
+#include "report/figures.h"
+#include "report/gnuplot.h"
+#include "report/leak_map_figure.h"
 #include "util/error.h"
 #include "util/error_text.h"
 #include "util/sha256.h"
@@ -519,4 +522,18 @@ PYBIND11_MODULE(_engine, m) {
       },
       py::arg("capsule"), py::arg("why_missing") = "");
   m.def("has_property_search", &grassaudit::has_property_search);
+  // The leak map of a report's JSON as a picture, drawn as `grassaudit audit --leak-map FILE.svg|png`
+  // draws it (report/leak_map_figure.h: the same gnuplot script): ext "svg" or "png" -> bytes.
+  m.def(
+      "leak_map_picture",
+      [](const std::string& json_text, const std::string& ext) {
+        if (ext != "svg" && ext != "png") throw grassaudit::InputError("the picture is svg or png, not " + ext);
+        if (!grassaudit::find_program("gnuplot"))
+          throw grassaudit::InputError("gnuplot was not found: install gnuplot to draw the leak map");
+        grassaudit::FigurePlan plan;
+        grassaudit::plan_leak_map(grassaudit::leak_map_picture_of_audit(nlohmann::json::parse(json_text), "leakmap"),
+                                  plan);
+        return py::bytes(grassaudit::draw_pictures(plan, "gnuplot").at("leakmap." + ext));
+      },
+      py::arg("json_text"), py::arg("ext"));
 }

@@ -8,7 +8,9 @@
 The engine is the CLI's C++ code (src/audit), compiled into grassaudit._engine; this package
 only hands it the module. See src/python/README.md.
 """
+import html
 import json
+import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
@@ -100,6 +102,41 @@ class Report:
 
     def __repr__(self) -> str:
         return f"<grassaudit.Report {self.verdict} leak_horizon={self.leak_horizon}>"
+
+    def plot(self, path: Optional[str] = None) -> Optional[bytes]:
+        """The leak map as a picture, drawn as `grassaudit audit --leak-map FILE` draws it (gnuplot,
+        by the engine: the same bytes for the same JSON). path ending in .svg or .png: written there
+        (atomically), None returned; no path: the SVG's bytes. AuditError when the report has no
+        leak map, gnuplot is missing or the path names another format."""
+        ext = "svg" if path is None else os.path.splitext(path)[1].lower().lstrip(".")
+        if ext not in ("svg", "png"):
+            raise AuditError(f"plot: {path}: the name must end in .svg or .png")
+        try:
+            picture = _engine.leak_map_picture(self._json_text, ext)
+        except RuntimeError as e:
+            raise AuditError(f"plot: {e}") from None
+        if path is None:
+            return picture
+        tmp = f"{path}.tmp.{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(picture)
+            os.replace(tmp, path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise AuditError(f"plot: cannot write {path}: {e.strerror}") from None
+        return None
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the summary and, where gnuplot is at hand, the leak map inline."""
+        body = "<pre>" + html.escape(self._summary) + "</pre>"
+        if "leak_map" in self._dict:
+            try:
+                body += _engine.leak_map_picture(self._json_text, "svg").decode("utf-8")
+            except RuntimeError as e:
+                body += "<p>(" + html.escape(str(e)) + ")</p>"
+        return body
 
 
 def _seq_lens(value: Union[None, str, Sequence[int]]) -> List[int]:
