@@ -84,6 +84,8 @@ std::string unsupported(const onnx::ModelProto& m) {
       else if (n.op_type() == "Scan" && opset < 9) why = "op Scan before opset 9";
       else if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty())
         why = "random numbers (training-mode Dropout draws its own mask)";
+      else if (n.op_type().rfind("Random", 0) == 0 || n.op_type() == "Bernoulli" || n.op_type() == "Multinomial")
+        why = "random numbers (no recorded output to compare with)";
       for (const auto& a : n.attribute()) {
         if (a.has_g()) walk(a.g());
         if (a.type() == onnx::AttributeProto::TENSOR && !scalar_type_of(a.t().data_type(), nullptr))

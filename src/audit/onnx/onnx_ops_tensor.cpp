@@ -482,6 +482,46 @@ Ts op_dropout(OpContext& c) {
   return {at::where(keep, x / (1 - p), at::zeros_like(x)), keep};
 }
 
+// The random ops draw from the global CPU generator, which the audit reseeds per pass as for
+// dropout: a model that draws in eval mode is then refused as nondeterministic, as a TorchScript
+// one is. A `seed` attribute is read but not followed: ONNX leaves the numbers to the runtime.
+// RandomNormal(shape, dtype, mean, scale) / RandomUniform(shape, dtype, low, high), and the
+// *Like forms that take the shape (and, without dtype, the type) of their input.
+at::Tensor random_tensor(OpContext& c, bool like, bool normal) {
+  std::vector<int64_t> shape;
+  at::ScalarType type = at::kFloat;
+  if (like) {
+    const at::Tensor& x = c.required(0);
+    shape = x.sizes().vec();
+    type = c.has("dtype") ? onnx_dtype(c, c.attr_int("dtype", 1)) : x.scalar_type();
+  } else {
+    shape = c.attr_ints("shape");
+    if (!c.has("shape")) c.fail("needs the attribute 'shape'");
+    type = onnx_dtype(c, c.attr_int("dtype", 1));
+  }
+  if (!at::isFloatingType(type)) c.fail(fmt::format("draws {} numbers: only floating types", c10::toString(type)));
+  c.check_size(shape, "the random tensor");
+  const at::ScalarType out = c.promote(type);
+  (void)c.attr_float("seed", 0);  // checked for its type only
+  at::Tensor t = at::empty(shape, at::TensorOptions().dtype(out));
+  if (normal) t.normal_(c.attr_float("mean", 0), c.attr_float("scale", 1));
+  else t.uniform_(c.attr_float("low", 0), c.attr_float("high", 1));
+  return t;
+}
+
+Ts op_random_normal(OpContext& c) { return {random_tensor(c, false, true)}; }
+Ts op_random_uniform(OpContext& c) { return {random_tensor(c, false, false)}; }
+Ts op_random_normal_like(OpContext& c) { return {random_tensor(c, true, true)}; }
+Ts op_random_uniform_like(OpContext& c) { return {random_tensor(c, true, false)}; }
+
+Ts op_bernoulli(OpContext& c) {
+  const at::Tensor& p = c.required(0);
+  if (!at::isFloatingType(p.scalar_type())) c.fail("the probabilities are not floating-point");
+  const at::ScalarType type = c.has("dtype") ? onnx_dtype(c, c.attr_int("dtype", 1)) : p.scalar_type();
+  (void)c.attr_float("seed", 0);
+  return {at::bernoulli(p).to(c.promote(type))};
+}
+
 Ts op_topk(OpContext& c) {
   const at::Tensor& x = c.required(0);
   const int64_t k = c.opset() < 10 ? c.attr_int("k", 0) : c.required(1).reshape({-1})[0].item<int64_t>();
@@ -502,7 +542,9 @@ void add_tensor_ops(OpTable& t) {
   t["Constant"] = op_constant; t["ConstantOfShape"] = op_constant_of_shape; t["Range"] = op_range;
   t["Trilu"] = op_trilu; t["CumSum"] = op_cumsum; t["NonZero"] = op_nonzero; t["OneHot"] = op_one_hot;
   t["ArgMax"] = op_argmax; t["ArgMin"] = op_argmin; t["EyeLike"] = op_eye_like; t["Dropout"] = op_dropout;
-  t["TopK"] = op_topk;
+  t["TopK"] = op_topk; t["RandomNormal"] = op_random_normal; t["RandomUniform"] = op_random_uniform;
+  t["RandomNormalLike"] = op_random_normal_like; t["RandomUniformLike"] = op_random_uniform_like;
+  t["Bernoulli"] = op_bernoulli;
 }
 
 }  // namespace grassaudit::onnx_rt
