@@ -8,6 +8,8 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
+
 #include "audit/audit_shard.h"
 #include "util/error.h"
 
@@ -262,6 +264,7 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
   const uint64_t seed = probe_seed(opt_.seed, "batch/dropout", L, train);
   auto keep = at::arange(B, at::kLong).remainder(2).eq(0);  // [B]
   BatchEffect out;
+  out.by_position.assign(static_cast<size_t>(L), 0.0);
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
     auto base = random_inputs(B, L, gen);
     auto fresh = random_inputs(B, L, gen);
@@ -274,8 +277,11 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
     auto diff = max_abs_diff(y1, y0).to(at::kDouble).div(scale.view({B, 1})).contiguous();  // [B, L]
     auto acc = diff.accessor<double, 2>();
     for (int64_t b = 0; b < B; b += 2)
-      for (int64_t t = 0; t < L; ++t)
-        if (acc[b][t] > out.effect) out = BatchEffect{acc[b][t], b, t};
+      for (int64_t t = 0; t < L; ++t) {
+        double& at_t = out.by_position[static_cast<size_t>(t)];
+        at_t = std::max(at_t, acc[b][t]);
+        if (acc[b][t] > out.effect) out.effect = acc[b][t], out.row = b, out.position = t;
+      }
     // The screen: kept rows bit for bit unmoved in the first trial stand for the check (the
     // trials after it run only when it moved, as they would without the screen).
     if (opt_.screen && out.effect == 0.0) break;

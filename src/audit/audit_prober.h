@@ -89,6 +89,7 @@ TableVerdict judge(const EffectTable& tab, double threshold, Side side = Side::k
 struct BatchEffect {
   double effect = 0;
   int64_t row = -1, position = -1;
+  std::vector<double> by_position;  // [L]: the largest over kept rows and trials at each t
 };
 
 // Length independence at one prefix length p: the largest relative difference between y_t of

@@ -305,7 +305,8 @@ namespace {
 const std::vector<std::string> kThreadDependentFields = {
     "max_effect", "max_effect_float32", "past_effect", "leak_map", "effect_at_horizon", "effect_beyond_horizon",
     "threshold", "precision_floor.value", "precision_floor.threshold", "precision_floor.horizon_threshold",
-    "violations[].evidence.effect", "length_evidence.effect", "batch_evidence.effect", "gradient_check.max_future_grad",
+    "violations[].evidence.effect", "length_evidence.effect", "length_profile", "batch_evidence.effect", "batch_profile",
+    "gradient_check.max_future_grad",
     "outputs[].max_effect", "counterexample.effect", "incremental.effect", "incremental.effect_own_dtype",
     "incremental.threshold", "incremental.precision_floor.value", "incremental.first_inconsistent.effect",
     "incremental.isolation.fresh_state_effect", "incremental.isolation.forward_after_steps_effect"};

@@ -265,6 +265,8 @@ struct AuditResult {
   // Leak map at the main length: effect[t][D-1] for D = 1..L-1-t (max over trials and modes).
   int64_t map_seq_len = 0;
   std::vector<std::vector<double>> leak_map;
+  // The same map for each mode audited alone (mode name, map), for a picture per mode.
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> leak_maps_by_mode;
   // Where the dependence ends: the largest decisive effect at the leak horizon (nullopt when it
   // is 0) and at the next distance (nullopt when no table is that long), and whether it decays
   // rather than stops: a path (the float64 gradient, structural_horizon) reaches beyond the
@@ -284,8 +286,14 @@ struct AuditResult {
   std::optional<int64_t> window;
   std::optional<bool> length_dependent;   // nullopt: not checked
   Evidence length_evidence;
+  // What the length check measured: (prefix length p, the largest decisive effect of y_t from the
+  // prefix alone against the full run); empty when it compared nothing.
+  std::vector<std::pair<int64_t, double>> length_profile;
   std::optional<bool> batch_coupled;      // nullopt: not checked
   Evidence batch_evidence;
+  // A coupled mode's kept rows: the largest decisive effect at each position t when the other rows
+  // change; empty when no mode is coupled.
+  std::vector<double> batch_profile;
   std::optional<int64_t> past_horizon;    // nullopt: not measured
   std::vector<Violation> violations;      // empty: every property holds within the contract
   // Wall seconds per check (future tables incl. their float64 re-runs, batch, length, past,

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/nn/module.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <fstream>
@@ -158,6 +160,47 @@ std::string machine_description() {
     }
   }
   return fmt::format("{}, {} cores", model, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+// The first line `command` prints, "" when it cannot run (no shell involved beyond popen's).
+std::string first_output_line(const char* command) {
+  FILE* f = ::popen(command, "r");
+  if (!f) return "";
+  char buf[512] = {0};
+  std::string line = std::fgets(buf, sizeof buf, f) ? std::string(buf) : std::string();
+  ::pclose(f);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+// The lines of LibTorch's build configuration that name a CUDA or cuDNN version.
+std::string cuda_versions(const std::string& config) {
+  std::istringstream in(config);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const auto b = line.find_first_not_of(" -");
+    if (b == std::string::npos) continue;
+    const std::string item = line.substr(b);
+    if (item.rfind("CUDA Runtime", 0) == 0 || item.rfind("CuDNN", 0) == 0 || item.rfind("cuDNN", 0) == 0)
+      out += (out.empty() ? "" : ", ") + item;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string gpu_description() {
+  if (!at::hasCUDA()) return "";
+  // nvidia-smi names the device and its memory without CUDA headers in this build.
+  std::string name = first_output_line("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader -i 0 2>/dev/null");
+  if (name.empty()) name = "CUDA device (nvidia-smi not found)";
+  const std::string versions = cuda_versions(at::detail::getCUDAHooks().showConfig());
+  const auto& ctx = at::globalContext();
+  return fmt::format("{}; {}; TF32 matmul {}, cuDNN {}; BLAS cuBLAS", name,
+                     versions.empty() ? std::string("CUDA and cuDNN versions not reported") : versions,
+                     ctx.allowTF32CuBLAS() ? "on" : "off", ctx.allowTF32CuDNN() ? "on" : "off");
 }
 
 // ---- CUDA math ----

@@ -43,6 +43,11 @@ std::string runtime_banner();
 // A short machine description for benchmark artifacts: CPU model, cores.
 std::string machine_description();
 
+// The GPU a CUDA run uses, for provenance: "NVIDIA H200, 143771 MiB; CUDA Runtime 12.4, CuDNN
+// 90100; TF32 matmul on, cuDNN on; BLAS cuBLAS" (nvidia-smi for the name and memory, LibTorch's
+// build configuration for the versions, the TF32 switches as set now). "" without CUDA.
+std::string gpu_description();
+
 // ---- CUDA math (train --precision) ----
 // How a CUDA training step does its float32 math:
 //   fp32  IEEE float32 everywhere (cuBLAS/cuDNN TF32 off);

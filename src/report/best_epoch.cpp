@@ -10,13 +10,13 @@
 #include "report/format.h"
 #include "report/labels.h"
 #include "report/limitations.h"
+#include "report/provenance.h"
 
 namespace grassaudit {
 namespace {
 
-std::string cpu_of(const RunRecord& r) {
-  return r.provenance && !r.provenance->cpu.empty() ? r.provenance->cpu : std::string("not recorded");
-}
+// Where the run computed: its CPU, or a CUDA run's GPU and host (report/provenance.h).
+std::string cpu_of(const RunRecord& r) { return r.provenance ? machine_cell(*r.provenance) : std::string("not recorded"); }
 
 // The best epoch as a whole epoch: validations at an epoch's end log the epoch's index plus the
 // steps' rounding (3.005 for the end of epoch 3).
@@ -178,7 +178,7 @@ std::string render_best_epoch_section(const Published& pub, const std::vector<Ru
       "budget stay as what they were.\n\n",
       fmt_epochs(pub.epochs));
   MdTable t;
-  t.header = {"run", "mixer", "pairing", "precision, CPU", "epochs trained", "stopped",
+  t.header = {"run", "mixer", "pairing", "precision, machine", "epochs trained", "stopped",
               "best epoch", "best validation ppl", "test ppl", "audit"};
   for (const RunRecord* r : selected) {
     t.rows.push_back({r->name, mixer_label(*r), pairing_label(*r),

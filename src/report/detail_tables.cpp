@@ -61,10 +61,9 @@ std::string render_provenance_table(const std::vector<RunRecord>& runs) {
       continue;
     }
     const RunProvenance& p = *r.provenance;
-    t.rows.push_back({r.name, code_cell(p), p.libtorch_version, p.blas,
+    t.rows.push_back({r.name, code_cell(p), p.libtorch_version, blas_cell(p),
                       threads_cell(p, std::nullopt) + ", world " + std::to_string(p.world_size) +
-                          ", " + p.device + ", " + p.precision + ", " +
-                          (p.cpu.empty() ? "CPU not recorded" : p.cpu),
+                          ", " + p.device + ", " + p.precision + ", " + machine_cell(p),
                       data_cell(p), p.command_line.empty() ? "not recorded" : "`" + p.command_line + "`",
                       gate});
   }

@@ -3,10 +3,12 @@
 // --leak-map FILE.svg|png, --report DIR, the Python package's Report.plot): the same gnuplot
 // script for both. Colour is log10 of the relative change of output y_t when the inputs from
 // t + D on are replaced, by output position t (x) and distance D (y); black is no change; blank
-// is a (t, D) with no input at t + D. The measured leak horizon is a dashed line, a declared
+// is a (t, D) with no input at t + D. A panel per mode where the modes' maps differ, and a panel
+// for a length or batch violation (the effect by prefix length, by position). The measured leak horizon is a dashed line, a declared
 // lookahead a dotted one (at or below it the contract allows the effect), the threshold the
 // audit decided against a tick on the colour bar.
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,13 @@ struct LeakMapPicture {
   long long lookahead = 0;
   std::optional<double> threshold;
   std::string caption;  // what the picture shows, for a page that embeds it
+  // One map per mode where the modes' maps differ (mode name, its non-zero cells): a panel each.
+  // Empty: one map (the cells above, the largest over the modes).
+  std::vector<std::pair<std::string, std::vector<LeakCell>>> modes;
+  // A length violation: (prefix length p, effect of y_t from the prefix alone); a batch
+  // violation: the effect on a kept row's y_t at each position t. A panel each when non-empty.
+  std::vector<std::pair<long long, double>> length_profile;
+  std::vector<double> batch_profile;
 };
 
 // An audit's JSON (to_json: leak_map, leak_horizon, contract, threshold, verdict, target) as a

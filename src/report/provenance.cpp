@@ -54,6 +54,20 @@ std::string threads_cell(const std::optional<RunProvenance>& p,
   return (omp ? std::to_string(*omp) : "?") + " / " + blas;
 }
 
+bool on_gpu(const RunProvenance& p) { return p.device.rfind("cuda", 0) == 0; }
+
+std::string machine_cell(const RunProvenance& p) {
+  const std::string cpu = p.cpu.empty() ? "CPU not recorded" : p.cpu;
+  if (!on_gpu(p)) return cpu;
+  return (p.gpu.empty() ? std::string("GPU not recorded (run by code from before GPU provenance)") : "GPU " + p.gpu) +
+         "; host " + cpu;
+}
+
+std::string blas_cell(const RunProvenance& p) {
+  if (!on_gpu(p)) return p.blas;
+  return (p.gpu.empty() ? std::string("the GPU's BLAS not recorded") : std::string("cuBLAS")) + "; host " + p.blas;
+}
+
 std::string audit_gate_cell(const AuditFileInfo& a) {
   if (!a.present) return "no audit.json";
   std::string out = a.current_gate ? "current gate" : "older gate (no stopped_early / *_planned)";

@@ -23,6 +23,10 @@ AuditFileInfo read_audit_file_info(const nlohmann::json& audit, const std::strin
 
 // Cells for the tables. A run trained in more than one session (resumed) lists them:
 // "`0123456789ab`, 0.3.0; 2 sessions: steps 0-509 `0123456789ab`, 509-1662 `0123456789ab`".
+// Where a run computed: the CPU, or for a CUDA run its GPU (or that it was not recorded) and the host.
+std::string machine_cell(const RunProvenance& p);
+// The BLAS that ran the GEMMs: the host's, or cuBLAS beside it for a CUDA run.
+std::string blas_cell(const RunProvenance& p);
 std::string code_cell(const std::optional<RunProvenance>& p);  // "`0123456789ab` (dirty), 0.3.0"
 std::string data_cell(const RunProvenance& p);                 // "a `0123456789ab`; b `...`"
 std::string threads_cell(const std::optional<RunProvenance>& p,

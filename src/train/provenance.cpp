@@ -35,6 +35,9 @@ nlohmann::json run_provenance(const ProvenanceInputs& in) {
   nlohmann::json p = code_and_command(in);
   p["libtorch_version"] = TORCH_VERSION;
   p["blas"] = blas_in_use();
+  // A CUDA run names its GPU (model, memory, CUDA and cuDNN versions, TF32, cuBLAS): the host's
+  // BLAS above ran only the CPU's share (data loading, the gate's float64 passes on the CPU).
+  if (in.device.rfind("cuda", 0) == 0) p["gpu"] = gpu_description();
   p["blas_core"] = blas_core();  // the kernel family, and who chose it (cli/main.cpp)
   p["blas_core_source"] = blas_core_source();
   p["blas_threads"] = blas_threads();

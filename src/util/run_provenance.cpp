@@ -85,6 +85,7 @@ std::optional<RunProvenance> read_run_provenance(const json& p, const std::strin
   r.device = req(p, "device", where);
   r.precision = opt_string(p, "precision", where).value_or("fp32");
   r.cpu = opt_string(p, "cpu", where).value_or("");
+  r.gpu = opt_string(p, "gpu", where).value_or("");
   r.command_line = req(p, "command_line", where);
   auto data = p.find("data_sha256");
   if (data == p.end() || !data->is_object()) {

@@ -33,6 +33,7 @@ struct RunProvenance {
   std::string device;
   std::string precision = "fp32";  // "fp32" | "tf32" | "bf16"; fp32 where not recorded
   std::string cpu;                 // model name and cores; "" where not recorded
+  std::string gpu;                 // a CUDA run's GPU, versions, TF32, cuBLAS; "" where not recorded
   std::string command_line;
   std::map<std::string, std::string> data_sha256;  // path -> 64 hex digits
   std::vector<TrainingSession> sessions;            // empty when the writer records none

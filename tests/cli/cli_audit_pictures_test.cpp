@@ -1,6 +1,7 @@
 // Pictures of an audit: --leak-map FILE.svg|png and --report DIR draw the leak map with the
-// report's own figure code, as valid images of the report's size (800 x 560), the same bytes for
-// the same audit; a leaky and a causal control both get one.
+// report's own figure code, as valid images of the report's size (800 x 560 a panel), the same
+// bytes for the same audit; a leaky and a causal control both get one; modes whose maps differ
+// get a panel each, and a length or batch violation a panel of its own.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -24,7 +25,8 @@ std::pair<uint32_t, uint32_t> png_size(const std::string& b) {
 
 std::vector<std::string> small_audit(const std::string& mixer) {
   return {"audit", "--mixer", mixer, "--d-model", "16", "--layers", "1", "--heads", "2", "--rank", "4",
-          "--vocab-size", "64", "--max-len", "16", "--offsets", "2", "--threads", "1", "--trials", "1", "--no-gradient-check"};
+          "--vocab-size", "64", "--max-len", "16", "--offsets", "2", "--threads", "1", "--trials", "1", "--no-gradient-check",
+          "--mode", "eval"};  // one mode: one map
 }
 
 TEST(CliAuditPictures, LeakyAndCausalControlsDrawValidImagesOfTheReportsSize) {
@@ -51,6 +53,28 @@ TEST(CliAuditPictures, LeakyAndCausalControlsDrawValidImagesOfTheReportsSize) {
     again.insert(again.end(), {"--leak-map", t.file(mixer + "-again.svg")});
     cli.run(again);
     EXPECT_EQ(read_text(t.file(mixer + "-again.svg")), svg);
+  }
+}
+
+TEST(CliAuditPictures, ModesLengthAndBatchViolationsGetPanelsOfTheirOwn) {
+  GRASSAUDIT_CLI_REQUIRE_BINARY();
+  TempDir t;
+  Cli cli(t);
+  const std::string audits = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
+  struct Case {
+    std::string model, mode;
+    uint32_t panels;  // 800 pixels wide each
+    const char* why;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"controls/length_normalised_position.pt", "eval", 2, "the map and the length panel"},
+           {"controls/batch_mean_centering.pt", "eval", 2, "the map and the batch panel"},
+           {"soundness/conv_batchnorm.pt", "both", 3, "eval's map, train's map (it leaks there), the batch panel"}}) {
+    SCOPED_TRACE(c.model);
+    const auto r = cli.run({"audit", "--model", audits + c.model, "--input", "features:4", "--seq-len", "32", "--mode",
+                            c.mode, "--threads", "1", "--trials", "1", "--leak-map", t.file("panels.png")});
+    ASSERT_EQ(r.status, 1) << show(r);
+    EXPECT_EQ(png_size(read_text(t.file("panels.png"))), (std::pair<uint32_t, uint32_t>{800 * c.panels, 560})) << c.why;
   }
 }
 

@@ -184,7 +184,7 @@ def decisions(d: Dict) -> Dict:
     out = {k: v for k, v in d.items() if k not in UNCOMPARED + ("forwards", "threads", "thread_dependent")}
     for k in ("max_effect", "max_effect_float32", "past_effect", "leak_map", "effect_at_horizon",
               "effect_beyond_horizon", "threshold", "precision_floor", "gradient_check", "length_evidence",
-              "batch_evidence", "notes"):
+              "batch_evidence", "length_profile", "batch_profile", "notes"):
         out.pop(k, None)
     out["violations"] = [{k: v for k, v in x.items() if k != "evidence"} for x in d["violations"]]
     out["outputs"] = [{k: v for k, v in o.items() if k != "max_effect"} for o in d["outputs"]]

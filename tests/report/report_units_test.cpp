@@ -385,3 +385,26 @@ TEST(ReportLabels, PreNormRunsSayWhereTheirLayerNormsSit) {
   EXPECT_NE(pairing_label(pre).find("; pre-norm"), std::string::npos) << pairing_label(pre);
 }
 }  // namespace grassaudit
+
+namespace grassaudit {
+namespace {
+
+// A CUDA run names its GPU and cuBLAS beside the host; one from before GPU provenance says the GPU
+// was not recorded, never shows the host's CPU and BLAS alone as if they had run it.
+TEST(ReportProvenance, ACudaRunNamesItsGpuOrThatItWasNotRecorded) {
+  RunProvenance p;
+  p.cpu = "AMD EPYC, 2 cores";
+  p.blas = "OpenBLAS 0.3.21";
+  p.device = "cpu";
+  EXPECT_EQ(machine_cell(p), "AMD EPYC, 2 cores");
+  EXPECT_EQ(blas_cell(p), "OpenBLAS 0.3.21");
+  p.device = "cuda";
+  EXPECT_EQ(machine_cell(p), "GPU not recorded (run by code from before GPU provenance); host AMD EPYC, 2 cores");
+  EXPECT_EQ(blas_cell(p), "the GPU's BLAS not recorded; host OpenBLAS 0.3.21");
+  p.gpu = "NVIDIA H200, 143771 MiB; CUDA Runtime 12.4; TF32 matmul on, cuDNN on; BLAS cuBLAS";
+  EXPECT_EQ(machine_cell(p), "GPU " + p.gpu + "; host AMD EPYC, 2 cores");
+  EXPECT_EQ(blas_cell(p), "cuBLAS; host OpenBLAS 0.3.21");
+}
+
+}  // namespace
+}  // namespace grassaudit

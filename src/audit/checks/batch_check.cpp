@@ -29,6 +29,7 @@ class BatchCheck : public Check {
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["batch_coupled"] = opt_json(r.batch_coupled);
     j["batch_evidence"] = evidence_json(r.batch_evidence);
+    j["batch_profile"] = r.batch_profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batch_profile);
   }
 
   std::string headline(const Violation& v, const AuditResult&) const override {
@@ -66,6 +67,7 @@ class BatchCheck : public Check {
       run.prober.isolate_rows(mode);
       if (*r.batch_coupled) continue;  // evidence from the first coupled mode
       r.batch_coupled = true;
+      r.batch_profile = d.value.by_position;
       Evidence& ev = r.batch_evidence;
       ev.mode = mode_name(mode);
       ev.seq_len = L;

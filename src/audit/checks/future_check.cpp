@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <map>
 
 #include "audit/checks/check.h"
@@ -152,14 +153,16 @@ void summarise_horizons(const DecidedTables& d, int64_t L, AuditResult& r) {
 
 // The leak map at the main length L: map[t][D-1] = effect of inputs from t+D on on y_t, the
 // largest over the modes audited; cells at or below the threshold read 0.
-std::vector<std::vector<double>> leak_map_at(const DecidedTables& d, int64_t L) {
+// `only`: that mode's map alone.
+std::vector<std::vector<double>> leak_map_at(const DecidedTables& d, int64_t L,
+                                             std::optional<AuditMode> only = std::nullopt) {
   std::vector<std::vector<double>> map(static_cast<size_t>(L));
   for (int64_t t = 0; t < L; ++t) {
     auto& row = map[static_cast<size_t>(t)];
     for (int64_t D = 1; t + D < L; ++D) {
       double e = 0;
       for (AuditMode mode : d.modes_run)
-        if (auto it = d.decisive.tables.find({mode, L}); it != d.decisive.tables.end())
+        if (auto it = d.decisive.tables.find({mode, L}); (!only || mode == *only) && it != d.decisive.tables.end())
           e = std::max(e, it->second.at(t, t + D));
       row.push_back(e > d.threshold ? e : 0.0);
     }
@@ -195,6 +198,7 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
         r.max_effect_float32, d.threshold));
   r.map_seq_len = L;
   r.leak_map = leak_map_at(d, L);
+  for (AuditMode mode : d.modes_run) r.leak_maps_by_mode.emplace_back(mode_name(mode), leak_map_at(d, L, mode));
 }
 
 // Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
@@ -245,11 +249,16 @@ class FutureCheck : public Check {
     nlohmann::json lh = nlohmann::json::object();
     for (const auto& [l, h] : r.length_horizons) lh[std::to_string(l)] = h;
     j["length_horizons"] = lh;
-    nlohmann::json cells = nlohmann::json::array();
-    for (size_t t = 0; t < r.leak_map.size(); ++t)
-      for (size_t k = 0; k < r.leak_map[t].size(); ++k)
-        if (r.leak_map[t][k] > 0) cells.push_back({t, k + 1, r.leak_map[t][k]});
-    j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells}};
+    auto cells_of = [](const std::vector<std::vector<double>>& map) {
+      nlohmann::json cells = nlohmann::json::array();
+      for (size_t t = 0; t < map.size(); ++t)
+        for (size_t k = 0; k < map[t].size(); ++k)
+          if (map[t][k] > 0) cells.push_back({t, k + 1, map[t][k]});
+      return cells;
+    };
+    nlohmann::json by_mode = nlohmann::json::object();
+    for (const auto& [mode, map] : r.leak_maps_by_mode) by_mode[mode] = cells_of(map);
+    j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells_of(r.leak_map)}, {"by_mode", by_mode}};
   }
   std::vector<Expectation> expectations() const override {
     // rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of

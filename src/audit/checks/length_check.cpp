@@ -79,6 +79,8 @@ class LengthCheck : public Check {
     if (failed.size() == measured.size()) return;  // nothing compared: not checked
     r.length_dependent = false;
     const Decided<std::vector<PrefixEffect>> d{measured, float64, run.prec.threshold()};
+    for (const auto& pe : d.value)
+      if (pe.error.empty()) r.length_profile.emplace_back(pe.prefix_len, pe.effect);
     const PrefixEffect* worst = nullptr;
     for (const auto& pe : d.value)
       if (pe.error.empty() && pe.effect > d.threshold && (!worst || pe.effect > worst->effect)) worst = &pe;
@@ -104,6 +106,9 @@ class LengthCheck : public Check {
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["length_dependent"] = opt_json(r.length_dependent);
     j["length_evidence"] = evidence_json(r.length_evidence);
+    nlohmann::json profile = nlohmann::json::array();
+    for (const auto& [p, e] : r.length_profile) profile.push_back({p, e});
+    j["length_profile"] = r.length_profile.empty() ? nlohmann::json(nullptr) : profile;
   }
 
   std::string headline(const Violation& v, const AuditResult&) const override {
