@@ -117,6 +117,12 @@ TEST(DocsTables, AuditReadmeListsEveryFile) {
                          {"onnx/"});
 }
 
+TEST(DocsTables, SrcReadmeListsEveryLibrary) {
+  // The build's own files beside the libraries are not libraries.
+  expect_table_is_folder(kRepo / "src" / "README.md", "", kRepo / "src", {},
+                         {"CMakeLists.txt", "check_layers.cmake", "write_build_info.cmake"});
+}
+
 TEST(DocsTables, GlobsAndPairsExpandAsWritten) {
   EXPECT_EQ(patterns("a.h/.cpp"), (std::vector<std::string>{"a.h", "a.cpp"}));
   EXPECT_EQ(patterns("checks/*_check.cpp"), (std::vector<std::string>{"checks/*_check.cpp"}));
