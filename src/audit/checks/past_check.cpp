@@ -35,9 +35,14 @@ class PastCheck : public Check {
         // When it does, the full table's horizon is len - 1 and its strongest cell at that
         // distance is this very cell (the same probe rows: rerun_cuts), so the other cuts could
         // add nothing: a model with an unbounded past costs one pass here instead of L - 1 cuts.
-        bool f64 = false;
-        TableVerdict v = decide(run, mode, len, {1}, f64, scratch32, scratch64);
-        if (v.horizon != len - 1) v = decide(run, mode, len, {}, f64, scratch32, scratch64);
+        bool f64 = false, cut1_moved = false;
+        TableVerdict v = decide(run, mode, len, {1}, f64, scratch32, scratch64, &cut1_moved);
+        // A model that reads its past at all moves at cut 1 (y_D reads x_0 at its distance D);
+        // one that does not (it reads only the present and the future) gets the screen first:
+        // trial 0's rows of every cut, and the whole table only where they moved, as the future
+        // tables' screen (src/audit/README.md says what a screen can miss).
+        if (v.horizon != len - 1 && !(run.opt.screen && !cut1_moved && screened_zero(run, mode, len, scratch32)))
+          v = decide(run, mode, len, {}, f64, scratch32, scratch64);
         if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
           horizon = v.horizon;
           best = Evidence{};
@@ -79,8 +84,16 @@ class PastCheck : public Check {
   // One (mode, length) table of the given cuts (empty: every cut), decided: float32 cells of
   // kPastCertain32 or more are real; cuts whose only evidence beyond that horizon is small are
   // re-run in float64 (or judged against the float32 floor threshold when float64 is unavailable).
+  // Trial 0's rows of the (mode, len) past table, every cut, in the target's own dtype: true when
+  // no output moved at all.
+  static bool screened_zero(AuditRun& run, AuditMode mode, int64_t len, Pass& scratch) {
+    run.prec.to_own();
+    return run.prober.screen_table(mode, len, scratch, Side::kPast).max() == 0.0;
+  }
+
+  // `moved`: whether any cell of the float32 (own dtype) table is non-zero.
   static TableVerdict decide(AuditRun& run, AuditMode mode, int64_t len, const std::vector<int64_t>& only, bool& f64,
-                             Pass& scratch32, Pass& scratch64) {
+                             Pass& scratch32, Pass& scratch64, bool* moved = nullptr) {
     PrecisionSwitch& prec = run.prec;
     prec.to_own();
     f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
@@ -93,6 +106,7 @@ class PastCheck : public Check {
     };
     const EffectTable t32 =
         run.prober.rerun_cuts(mode, len, only, scratch32, Side::kPast, only.empty() ? beyond_reach : Prober::TableDone{});
+    if (moved) *moved = t32.max() > 0.0;
     const TableVerdict v = grassaudit::judge(t32, certain, Side::kPast);
     if (f64) return v;
     std::vector<int64_t> cuts;
