@@ -29,7 +29,6 @@
 #include "core/token_mixer.h"
 #include "train/rank_output.h"
 #include "report/audit_page.h"
-#include "report/figures.h"
 #include "report/gnuplot.h"
 #include "report/leak_map_figure.h"
 #include "util/atomic_file.h"
@@ -287,21 +286,21 @@ int audit_main(int argc, char** argv) {
       result = run_causality_audit(*target, opt);
     }
     run_model_checks(*target, opt, only, result);
-    std::cout << summarize(result);
-    if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+    const std::string summary = summarize(result);
+    std::cout << summary;
+    const nlohmann::json facts = to_json(result);
+    if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, facts.dump(2) + "\n");
     if (vm.count("leak-map") && dist::is_main()) {
       const std::string path = vm["leak-map"].as<std::string>();
       if (!is_picture(path)) {
         write_file_atomic(path, leak_map_csv(result));
       } else {
-        FigurePlan plan;
-        plan_leak_map(leak_map_picture_of_audit(to_json(result), "leakmap"), plan);
-        write_file_atomic(path, draw_pictures(plan, "gnuplot").at("leakmap" + fs::path(path).extension().string()));
+        write_file_atomic(path, draw_leak_map(facts, fs::path(path).extension().string().substr(1), "gnuplot"));
       }
     }
     if (vm.count("report") && dist::is_main()) {
       const std::string dir = vm["report"].as<std::string>();
-      for (const auto& [name, bytes] : audit_page(to_json(result), summarize(result), "gnuplot"))
+      for (const auto& [name, bytes] : audit_page(facts, summary, "gnuplot"))
         write_file_atomic((fs::path(dir) / name).string(), bytes);
     }
     return result.leaky() ? kExitFinding : kExitOk;

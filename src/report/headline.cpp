@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report/format.h"
+#include "util/error.h"
 
 namespace grassaudit {
 namespace {
@@ -77,6 +78,14 @@ std::string headline_block(const std::string& markdown) {
   if (e == std::string::npos) return "";
   const auto end = markdown.find('\n', e);
   return markdown.substr(b, (end == std::string::npos ? markdown.size() : end + 1) - b);
+}
+
+std::string with_headline(const std::string& page, const std::string& block) {
+  const std::string old = headline_block(page);
+  if (old.empty())
+    throw InputError(std::string("the page has no headline block (") + kHeadlineBegin + " ... " + kHeadlineEnd + ")");
+  std::string out = page;
+  return out.replace(page.find(old), old.size(), block);
 }
 
 }  // namespace grassaudit

@@ -20,4 +20,7 @@ std::string render_headline(const std::vector<RunRecord>& runs);
 // The block of `markdown` between the markers, markers included ("" when absent).
 std::string headline_block(const std::string& markdown);
 
+// `page` with its headline block replaced by `block`; InputError when the page has no block.
+std::string with_headline(const std::string& page, const std::string& block);
+
 }  // namespace grassaudit

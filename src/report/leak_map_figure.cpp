@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "report/figures.h"
 #include "report/gnuplot_script.h"
 #include "util/error.h"
 
@@ -199,6 +200,12 @@ void plan_leak_map(const LeakMapPicture& p, FigurePlan& plan) {
   if (!p.batch_profile.empty())
     caption += " The batch panel: the largest change of a kept row's y_t when the other rows of its batch change.";
   plan.figures.push_back({p.stem, p.title, caption});
+}
+
+std::string draw_leak_map(const nlohmann::json& audit, const std::string& ext, const std::string& gnuplot) {
+  FigurePlan plan;
+  plan_leak_map(leak_map_picture_of_audit(audit, "leakmap"), plan);
+  return draw_pictures(plan, gnuplot).at("leakmap." + ext);
 }
 
 }  // namespace grassaudit

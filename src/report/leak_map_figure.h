@@ -44,4 +44,9 @@ LeakMapPicture leak_map_picture_of_audit(const nlohmann::json& audit, const std:
 // Adds the picture's data file, script and figure to the plan.
 void plan_leak_map(const LeakMapPicture& picture, FigurePlan& plan);
 
+// An audit's leak map drawn by `gnuplot` as `ext` ("svg" or "png"): the picture's bytes. What
+// `audit --leak-map FILE` and the Python package's Report.plot write. InputError as
+// leak_map_picture_of_audit; std::runtime_error if gnuplot fails.
+std::string draw_leak_map(const nlohmann::json& audit, const std::string& ext, const std::string& gnuplot);
+
 }  // namespace grassaudit

@@ -6,6 +6,7 @@
 
 #include "report/detail_tables.h"
 #include "report/format.h"
+#include "report/headline.h"
 #include "report/limitations.h"
 #include "report/provenance.h"
 #include "report/labels.h"
@@ -404,6 +405,21 @@ TEST(ReportProvenance, ACudaRunNamesItsGpuOrThatItWasNotRecorded) {
   p.gpu = "NVIDIA H200, 143771 MiB; CUDA Runtime 12.4; TF32 matmul on, cuDNN on; BLAS cuBLAS";
   EXPECT_EQ(machine_cell(p), "GPU " + p.gpu + "; host AMD EPYC, 2 cores");
   EXPECT_EQ(blas_cell(p), "cuBLAS; host OpenBLAS 0.3.21");
+}
+
+}  // namespace
+}  // namespace grassaudit
+
+namespace grassaudit {
+namespace {
+
+// `report --front-page FILE` puts the report's headline block into the page, nothing else moves.
+TEST(ReportHeadline, TheBlockReplacesThePagesBlockAlone) {
+  const std::string block = std::string(kHeadlineBegin) + "\nnew\n" + kHeadlineEnd + "\n";
+  const std::string page = std::string("# top\n") + kHeadlineBegin + "\nold\n" + kHeadlineEnd + "\nrest\n";
+  EXPECT_EQ(with_headline(page, block), "# top\n" + block + "rest\n");
+  EXPECT_EQ(headline_block(with_headline(page, block)), block);
+  EXPECT_THROW(with_headline("# no block\n", block), InputError);
 }
 
 }  // namespace

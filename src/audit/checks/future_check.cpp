@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <map>
 
 #include "audit/checks/check.h"
@@ -151,19 +150,15 @@ void summarise_horizons(const DecidedTables& d, int64_t L, AuditResult& r) {
   for (int64_t len : d.lens_run) r.length_horizons.emplace_back(len, len_h[len]);
 }
 
-// The leak map at the main length L: map[t][D-1] = effect of inputs from t+D on on y_t, the
-// largest over the modes audited; cells at or below the threshold read 0.
-// `only`: that mode's map alone.
-std::vector<std::vector<double>> leak_map_at(const DecidedTables& d, int64_t L,
-                                             std::optional<AuditMode> only = std::nullopt) {
+// One mode's leak map at the main length L: map[t][D-1] = effect of inputs from t+D on on y_t;
+// cells at or below the threshold read 0.
+std::vector<std::vector<double>> leak_map_at(const DecidedTables& d, int64_t L, AuditMode mode) {
   std::vector<std::vector<double>> map(static_cast<size_t>(L));
+  const auto it = d.decisive.tables.find({mode, L});
   for (int64_t t = 0; t < L; ++t) {
     auto& row = map[static_cast<size_t>(t)];
     for (int64_t D = 1; t + D < L; ++D) {
-      double e = 0;
-      for (AuditMode mode : d.modes_run)
-        if (auto it = d.decisive.tables.find({mode, L}); (!only || mode == *only) && it != d.decisive.tables.end())
-          e = std::max(e, it->second.at(t, t + D));
+      const double e = it == d.decisive.tables.end() ? 0.0 : it->second.at(t, t + D);
       row.push_back(e > d.threshold ? e : 0.0);
     }
   }
@@ -197,8 +192,15 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
         "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
         r.max_effect_float32, d.threshold));
   r.map_seq_len = L;
-  r.leak_map = leak_map_at(d, L);
-  for (AuditMode mode : d.modes_run) r.leak_maps_by_mode.emplace_back(mode_name(mode), leak_map_at(d, L, mode));
+  // Each mode's map, and the largest over them.
+  r.leak_map.assign(static_cast<size_t>(L), {});
+  for (int64_t t = 0; t < L; ++t) r.leak_map[static_cast<size_t>(t)].assign(static_cast<size_t>(L - 1 - t), 0.0);
+  for (AuditMode mode : d.modes_run) {
+    r.leak_maps_by_mode.emplace_back(mode_name(mode), leak_map_at(d, L, mode));
+    const auto& m = r.leak_maps_by_mode.back().second;
+    for (size_t t = 0; t < m.size(); ++t)
+      for (size_t k = 0; k < m[t].size(); ++k) r.leak_map[t][k] = std::max(r.leak_map[t][k], m[t][k]);
+  }
 }
 
 // Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.

@@ -21,12 +21,8 @@ OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<at:
 
 OpContext::OpContext(const onnx::NodeProto& node, int64_t opset, std::vector<Value> values, bool float64,
                      SubgraphRunner run_subgraph, int64_t max_elements)
-    : node_(node),
-      opset_(opset),
-      values_(std::move(values)),
-      float64_(float64),
-      run_subgraph_(std::move(run_subgraph)),
-      max_elements_(max_elements) {
+    : OpContext(node, opset, std::vector<at::Tensor>{}, float64, std::move(run_subgraph), max_elements) {
+  values_ = std::move(values);
   inputs_.reserve(values_.size());
   for (const auto& v : values_) inputs_.push_back(v.tensor);
 }

@@ -342,8 +342,9 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
     for (size_t k = 0; k < n.in.size(); ++k) {
       const int s = n.in[k];
       if (n.vfn) {
-        values.push_back(s < 0 ? Value() : env[s]);
-        if (s >= 0 && n.hand_over[k]) env[s] = Value();
+        if (s < 0) values.emplace_back();
+        else if (n.hand_over[k]) values.push_back(std::move(env[s]));
+        else values.push_back(env[s]);
         continue;
       }
       if (s >= 0 && env[s].is_sequence())

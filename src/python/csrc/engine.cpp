@@ -29,7 +29,6 @@
 #include "audit/property_search.h"
 #include "audit/train_mode_proof.h"
 #include "audit/zero_redraw.h"
-#include "report/figures.h"
 #include "report/gnuplot.h"
 #include "report/leak_map_figure.h"
 #include "util/error.h"
@@ -530,10 +529,7 @@ PYBIND11_MODULE(_engine, m) {
         if (ext != "svg" && ext != "png") throw grassaudit::InputError("the picture is svg or png, not " + ext);
         if (!grassaudit::find_program("gnuplot"))
           throw grassaudit::InputError("gnuplot was not found: install gnuplot to draw the leak map");
-        grassaudit::FigurePlan plan;
-        grassaudit::plan_leak_map(grassaudit::leak_map_picture_of_audit(nlohmann::json::parse(json_text), "leakmap"),
-                                  plan);
-        return py::bytes(grassaudit::draw_pictures(plan, "gnuplot").at("leakmap." + ext));
+        return py::bytes(grassaudit::draw_leak_map(nlohmann::json::parse(json_text), ext, "gnuplot"));
       },
       py::arg("json_text"), py::arg("ext"));
 }
