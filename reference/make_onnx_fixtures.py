@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ONNX models for the audit's ONNX reader (src/audit/onnx/), with their brute-force expectations and
+"""ONNX models for the audit's ONNX reader (src/formats/onnx/), with their brute-force expectations and
 onnxruntime reference outputs.
 
 Run with PyTorch 2.6, onnx 1.17 and onnxruntime 1.21 (Debian 13's python3-torch, python3-onnx,

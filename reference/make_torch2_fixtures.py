@@ -281,7 +281,7 @@ def main() -> None:
         "suite": "torch2",
         "description": (f"TorchScript written by PyTorch {torch.__version__} (torch.jit.script and torch.jit.trace) "
                         "that calls the 2.x operators LibTorch 1.13 lacks and grassaudit registers "
-                        "(src/audit/torchscript_ops.cpp): aten::scaled_dot_product_attention "
+                        "(src/formats/torch/torch2_ops.cpp): aten::scaled_dot_product_attention "
                         "(F.scaled_dot_product_attention with each argument: is_causal, bool and float masks, "
                         "scale, enable_gqa, dropout_p; nn.TransformerEncoder; nn.MultiheadAttention) and "
                         "aten::rms_norm (nn.RMSNorm, F.rms_norm), each causal model with a leaky twin. "

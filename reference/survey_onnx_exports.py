@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """What PyTorch's ONNX exporter writes for the architectures the audit suites hold, and what of it
-the ONNX reader refuses (src/audit/onnx/README.md, "What exporters write").
+the ONNX reader refuses (src/formats/onnx/README.md, "What exporters write").
 
 Run with PyTorch 2.6 (Debian 13's, in the root of scripts/debian13-root.sh):
     bash scripts/test-debian13.sh --run python3 reference/survey_onnx_exports.py OUT_DIR

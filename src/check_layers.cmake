@@ -1,7 +1,9 @@
 cmake_minimum_required(VERSION 3.20)
 # Run on every build (cmake -P): refuses an #include that points up the layer order
-#   util <- text, report;  util <- core <- audit <- train <- {nli, bench};  cli on top
+#   util <- text, report;  util <- core <- audit <- formats <- train <- {nli, bench};  cli on top
 #   and python (the package's extension, src/python/csrc) on top of audit and report; nothing includes it
+# audit/ is the engine, formats/ the model readers: the engine never includes a reader, and a
+# reader includes of the engine only its target interface (engine_interface below).
 # Each layer is its own static library linked only along these arrows, so a call upward also
 # fails to link; this check says which line broke the order before anything compiles.
 # Usage: cmake -DSRC_DIR=<src> -P check_layers.cmake
@@ -9,13 +11,20 @@ set(allowed_util   util)
 set(allowed_text   util text)
 set(allowed_report util report)
 set(allowed_core   util core)
-set(allowed_audit  util core audit)
-set(allowed_train  util text core audit train)
-set(allowed_bench  util text core audit train bench)
-set(allowed_nli    util text core audit train nli)
-set(allowed_cli    util text report core audit train bench nli cli)
-set(allowed_python util report core audit python)
-set(layers util text report core audit train bench nli cli python)
+set(allowed_audit   util core audit)
+set(allowed_formats util core audit formats)
+set(allowed_train   util text core audit formats train)
+set(allowed_bench   util text core audit formats train bench)
+set(allowed_nli     util text core audit formats train nli)
+set(allowed_cli     util text report core audit formats train bench nli cli)
+set(allowed_python  util report core audit python)
+set(layers util text report core audit formats train bench nli cli python)
+# What a reader may include of the engine: the target it implements and the helpers a target
+# uses (its signature, dtype twins, the structural redraw, the train-mode proof, refusals). The
+# probes, the checks and the driver stay the engine's own.
+set(engine_interface
+  audit/audit_cost.h audit/audit_refusal.h audit/audit_target.h audit/dtype_twins.h
+  audit/model_file_target.h audit/model_signature.h audit/train_mode_proof.h audit/zero_redraw.h)
 set(dir_python python/csrc)
 
 set(violations "")
@@ -35,6 +44,12 @@ foreach(layer IN LISTS layers)
       if(NOT target IN_LIST allowed_${layer})
         file(RELATIVE_PATH rel "${SRC_DIR}/.." "${f}")
         string(APPEND violations "  ${rel}: ${line} (${layer} may include only: ${allowed_${layer}})\n")
+      elseif(layer STREQUAL "formats" AND target STREQUAL "audit")
+        string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" header "${line}")
+        if(NOT header IN_LIST engine_interface)
+          file(RELATIVE_PATH rel "${SRC_DIR}/.." "${f}")
+          string(APPEND violations "  ${rel}: ${line} (a reader includes of the engine only its target interface: ${engine_interface})\n")
+        endif()
       endif()
     endforeach()
   endforeach()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang, -fsanitize=fuzzer,address,undefined, into build-fuzz/
 # (or $1): the text readers and the model-archive reader need no LibTorch (src/util, src/text,
-# src/audit/zip_reader.cpp); the weights unpickler and the torch.export graph reader
+# src/formats/torch/zip_reader.cpp); the weights unpickler and the torch.export graph reader
 # (TORCH_TARGETS) link the system LibTorch, which is not instrumented: the sanitizers watch our
 # code and every byte it hands to LibTorch; the ONNX reader (ONNX_TARGETS) links LibTorch and
 # libonnx's compiled schema (protobuf), neither instrumented.
@@ -40,13 +40,13 @@ compile() {  # compile OBJS_VAR SRC... : compiles what is stale, appends every o
   done
 }
 objs=()
-compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/audit/zip_reader.cpp
+compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/formats/torch/zip_reader.cpp
 torch_objs=()
-compile torch_objs "$ROOT"/src/audit/weights_unpickler.cpp "$ROOT"/src/audit/exported_program.cpp \
-  "$ROOT"/src/audit/torchscript_ops.cpp
+compile torch_objs "$ROOT"/src/formats/torch/weights_unpickler.cpp "$ROOT"/src/formats/export/exported_program.cpp \
+  "$ROOT"/src/formats/torch/torch2_ops.cpp
 onnx_objs=()  # the reader without its audit targets (onnx_target, streaming_program)
-compile onnx_objs "$ROOT"/src/audit/onnx/onnx_program.cpp "$ROOT"/src/audit/onnx/onnx_op.cpp \
-  "$ROOT"/src/audit/onnx/onnx_ops_*.cpp "$ROOT"/src/audit/onnx/onnx_tensor.cpp
+compile onnx_objs "$ROOT"/src/formats/onnx/onnx_program.cpp "$ROOT"/src/formats/onnx/onnx_op.cpp \
+  "$ROOT"/src/formats/onnx/onnx_ops_*.cpp "$ROOT"/src/formats/onnx/onnx_tensor.cpp
 wait
 for t in "$ROOT"/scripts/fuzz/fuzz_*.cpp; do
   name="$(basename "$t" .cpp)"

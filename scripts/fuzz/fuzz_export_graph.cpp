@@ -1,4 +1,4 @@
-// The torch.export archive and graph reader (src/audit/exported_program.h: ExportedProgram::load)
+// The torch.export archive and graph reader (src/formats/export/exported_program.h: ExportedProgram::load)
 // on arbitrary bytes. The first byte picks the shape of the input: even, the rest is the whole
 // archive; odd, the rest replaces serialized_exported_program.json inside the committed GPT block
 // export (audits/export/gpt_block.pt2), so the fuzzer works on the graph's JSON with real weights
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "audit/exported_program.h"
-#include "audit/zip_reader.h"
+#include "formats/export/exported_program.h"
+#include "formats/torch/zip_reader.h"
 #include "fuzz_common.h"
 #include "util/error.h"
 

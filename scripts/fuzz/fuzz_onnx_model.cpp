@@ -1,4 +1,4 @@
-// The ONNX reader (src/audit/onnx/onnx_program.h: OnnxProgram::from_bytes) on arbitrary bytes as
+// The ONNX reader (src/formats/onnx/onnx_program.h: OnnxProgram::from_bytes) on arbitrary bytes as
 // the model file. The model's folder is a scratch folder holding weights.bin (64 bytes), so
 // external data that names it reads real bytes, and a link out of it (outside.bin ->
 // ../secret.bin); secret.bin lies beside the folder, where no model may read. A model that loads
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/onnx/onnx_program.h"
+#include "formats/onnx/onnx_program.h"
 #include "fuzz_common.h"
 #include "util/error.h"
 

@@ -1,11 +1,11 @@
-// The allowlist unpickler of torch.save files (src/audit/weights_unpickler.h) on arbitrary
+// The allowlist unpickler of torch.save files (src/formats/torch/weights_unpickler.h) on arbitrary
 // bytes. The first byte picks the shape of the input: even, the rest is the whole file; odd, the
 // rest is the pickle (archive/data.pkl) of an otherwise well-formed archive with four small
 // storages, so the fuzzer works on the pickle machine rather than the zip layer. Either way the
 // reader returns tensors or throws InputError; nothing else.
 #include <string>
 
-#include "audit/weights_unpickler.h"
+#include "formats/torch/weights_unpickler.h"
 #include "fuzz_common.h"
 #include "util/error.h"
 

@@ -1,9 +1,9 @@
-// The archive reader of torch.export and torch.save files (src/audit/zip_reader.h) on arbitrary
+// The archive reader of torch.export and torch.save files (src/formats/torch/zip_reader.h) on arbitrary
 // bytes: no zip (nullopt), or a directory whose every entry reads or throws InputError; nothing
 // else.
 #include <string>
 
-#include "audit/zip_reader.h"
+#include "formats/torch/zip_reader.h"
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to src/audit: the probes behind run_causality_audit (perturb and compare, the
-// non-vacuity check, the gradient map) and the effect tables they fill. See causality_audit.h
-// for the method; nothing outside src/audit includes this.
+// non-vacuity check, the gradient map), which fill the effect tables (audit/effect_table.h). See
+// causality_audit.h for the method; nothing outside src/audit includes this.
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
@@ -15,8 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_options.h"
 #include "audit/audit_target.h"
-#include "audit/causality_audit.h"
+#include "audit/effect_table.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -25,25 +26,6 @@ namespace grassaudit {
 // draws) and what the probe varies by (a length, a mode), so that every probe draws its own
 // stream without salts kept by hand.
 uint64_t probe_seed(uint64_t audit_seed, const char* name, int64_t L = 0, int64_t variant = 0);
-
-// Which inputs a probe replaces at cut c (0-based): kFuture, x_c .. x_{L-1} (outputs t < c are
-// compared); kPast, x_0 .. x_{c-1} (outputs t >= c are compared).
-enum class Side { kFuture, kPast };
-
-// effect[t * L + c]: relative change of y_t when the inputs of `side` at cut c are replaced
-// (future: c > t; past: c <= t). One table per (mode, length) of a pass.
-struct EffectTable {
-  int64_t L = 0;
-  std::vector<double> effect;
-  // L x L cells, all zero.
-  static EffectTable zeros(int64_t L) { return EffectTable{L, std::vector<double>(static_cast<size_t>(L * L), 0.0)}; }
-  double at(int64_t t, int64_t c) const { return effect[static_cast<size_t>(t * L + c)]; }
-  double max() const { return effect.empty() ? 0.0 : *std::max_element(effect.begin(), effect.end()); }
-  void raise(int64_t t, int64_t c, double v) {
-    auto& e = effect[static_cast<size_t>(t * L + c)];
-    e = std::max(e, v);
-  }
-};
 
 // rows x L (x C) random inputs from `gen`: token ids uniform over the vocabulary [rows, L]
 // int64, or Gaussian features [rows, L, C] in `dtype` at the spec's scale.
@@ -70,19 +52,6 @@ class NonFiniteOutput : public InputError {
  public:
   using InputError::InputError;
 };
-
-// Distance between output t and the nearest replaced input at cut c.
-inline int64_t cut_distance(Side side, int64_t t, int64_t c) { return side == Side::kFuture ? c - t : t - c + 1; }
-
-// Largest distance D with a cell above `threshold` in one table, and where it was seen (the
-// largest cell at that distance) -- the leak horizon (future side) or past horizon (past side).
-struct TableVerdict {
-  int64_t horizon = 0;
-  std::optional<int64_t> first_cut;  // future side: the smallest cut with a cell above threshold
-  int64_t t = -1, c = -1;            // the strongest cell at distance `horizon`
-  double effect = 0;
-};
-TableVerdict judge(const EffectTable& tab, double threshold, Side side = Side::kFuture);
 
 // Batch independence at one (mode, length): the largest relative move of a kept row when the
 // other rows of its pass are replaced.

@@ -14,11 +14,15 @@
 // A suite may name its "producer" ("PyTorch 1.13.0a0"): rounding_only is then compared only on a
 // LibTorch of that major.minor (it describes the float32 kernels, not the model).
 // Unknown keys inside a case are allowed (generators record how expectations were checked).
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "audit/causality_audit.h"
+#include "audit/audit_result.h"
+#include "audit/model_file_target.h"
 
 namespace grassaudit {
 
@@ -37,7 +41,14 @@ struct SuiteCaseResult {
   bool train_from_eval = false;  // the train-mode tables were the eval-mode ones (proof)
 };
 
+// How the suite's model files are opened (formats/model_file.h: open_model_file); the engine
+// reads no format itself.
+using ModelFileOpener = std::function<std::unique_ptr<ModelFileTarget>(
+    const std::string& path, const std::vector<InputBinding>& inputs, int64_t time_axis, double feature_scale,
+    const StreamingOptions& streaming)>;
+
 // base: options shared by every case (trials, batch, seed); seq_len and modes come from the case.
-std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, const AuditOptions& base);
+std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, const AuditOptions& base,
+                                             const ModelFileOpener& open);
 
 }  // namespace grassaudit

@@ -16,11 +16,9 @@
 #include <stdexcept>
 
 #include "audit/audit_prober.h"
-#include "audit/audit_refusal.h"
 #include "audit/checks/check.h"
 #include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
-#include "audit/incremental_audit.h"
 #include "audit/model_signature.h"
 #include "audit/precision_switch.h"
 #include "core/rng_guard.h"

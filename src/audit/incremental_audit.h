@@ -25,7 +25,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "audit/audit_target.h"
-#include "audit/causality_audit.h"
+#include "audit/audit_options.h"
+#include "audit/audit_result.h"
 
 namespace grassaudit {
 

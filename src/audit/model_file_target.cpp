@@ -1,4 +1,4 @@
-#include "audit/model_file.h"
+#include "audit/model_file_target.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ATen.h>
@@ -41,6 +41,15 @@ DeclaredRange DeclaredRange::intersect(const DeclaredRange& other, const std::st
 std::string DeclaredRange::str() const {
   if (is_static()) return std::to_string(lo);
   return fmt::format("[{}, {}]", lo, hi < 0 ? std::string("inf") : std::to_string(hi));
+}
+
+std::pair<std::string, std::string> StreamingOptions::parse_pair(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size() || text.find('=', eq + 1) != std::string::npos)
+    throw InputError(fmt::format("--state '{}': expected IN=OUT (the state input and the output that returns its next "
+                                 "value)",
+                                 text));
+  return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
 std::string incremental_signature_missing(const ModelSignature& signature) {

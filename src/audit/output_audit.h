@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "audit/causality_audit.h"
-#include "audit/model_file.h"
+#include "audit/model_file_target.h"
 
 namespace grassaudit {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "audit/causality_audit.h"
+#include "audit/audit_result.h"
 
 namespace grassaudit {
 

@@ -27,7 +27,8 @@
 
 #include "audit/audit_prober.h"
 #include "audit/audit_target.h"
-#include "audit/causality_audit.h"
+#include "audit/audit_options.h"
+#include "audit/audit_result.h"
 
 namespace grassaudit {
 

@@ -13,7 +13,8 @@
 #include <string>
 
 #include "audit/audit_target.h"
-#include "audit/causality_audit.h"
+#include "audit/audit_options.h"
+#include "audit/audit_result.h"
 #include "audit/property_runner.h"
 
 namespace grassaudit {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/model_file.h"
+#include "formats/model_file.h"
 #include "core/runtime.h"
 #include "util/error.h"
 

@@ -16,11 +16,11 @@
 #include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
 #include "audit/incremental_audit.h"
-#include "audit/builtin_target.h"
+#include "formats/builtin/builtin_target.h"
 #include "audit/causality_audit.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
-#include "audit/model_file.h"
+#include "formats/model_file.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
@@ -74,7 +74,7 @@ void apply_mode(const std::string& mode, AuditOptions& opt) {
 }
 
 int run_suite(const std::string& path, const AuditOptions& opt, const std::string& json_path) {
-  auto results = run_audit_suite(path, opt);
+  auto results = run_audit_suite(path, opt, open_model_file);
   int failures = 0;
   nlohmann::json cases = nlohmann::json::array();
   std::cout << fmt::format("{:<34} {:>8} {:>8} {:>8} {:>8}  {}\n", "case", "expect", "got", "horizon", "seconds", "");

@@ -2,7 +2,7 @@
 // Every LibTorch version difference grassaudit depends on, behind TORCH_VERSION guards in this one
 // header (1.13 and 2.6 are built and tested: scripts/README.md "Supported LibTorch versions"). A
 // difference that cannot be hidden here (an operator 1.13 lacks) lives in
-// audit/torchscript_ops.cpp, which asks the dispatcher at run time instead of the version.
+// formats/torch/torch2_ops.cpp, which asks the dispatcher at run time instead of the version.
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
 

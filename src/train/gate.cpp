@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/audit_shard.h"
-#include "audit/builtin_target.h"
+#include "formats/builtin/builtin_target.h"
 #include "audit/incremental_audit.h"
 #include "core/checkpoint.h"
 #include "core/distributed.h"

@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "audit/audit_suite.h"
-#include "audit/builtin_target.h"
+#include "formats/model_file.h"
+#include "formats/builtin/builtin_target.h"
 #include "audit/causality_audit.h"
 #include "util/error.h"
 
@@ -101,7 +102,7 @@ TEST(AuditBuiltin, AuditLeavesModelDtypeModeAndRngUntouched) {
 
 TEST(AuditSuite, ControlModelsMatchTheirExpectations) {
   AuditOptions o;
-  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/controls.json", o);
+  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/controls.json", o, open_model_file);
   ASSERT_GE(results.size(), 20u);
   int rounding = 0, leaky = 0;
   for (const auto& r : results) {

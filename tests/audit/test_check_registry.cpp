@@ -12,6 +12,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/audit_suite.h"
+#include "formats/model_file.h"
 #include "audit/checks/check.h"
 #include "util/error.h"
 
@@ -88,13 +89,13 @@ TEST(CheckRegistry, SuiteRefusesAnExpectationNoCheckAnswers) {
                       {"expect", {{"verdict", "causal"}, {"leak_horizon", 0}, {"batch_couple", false}}}}}}};
   std::ofstream(suite) << s.dump();
   try {
-    run_audit_suite(suite.string(), AuditOptions{});
+    run_audit_suite(suite.string(), AuditOptions{}, open_model_file);
     FAIL() << "an unknown expectation was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown expectation 'batch_couple'"), std::string::npos) << e.what();
   }
   s["cases"][0]["expect"] = {{"verdict", "causal"}, {"leak_horizon", 0}, {"violations", {"futur"}}};
   std::ofstream(suite) << s.dump();
-  EXPECT_THROW(run_audit_suite(suite.string(), AuditOptions{}), InputError);
+  EXPECT_THROW(run_audit_suite(suite.string(), AuditOptions{}, open_model_file), InputError);
   fs::remove_all(dir);
 }

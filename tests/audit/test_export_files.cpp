@@ -17,12 +17,12 @@
 
 #include "audit/audit_suite.h"
 #include "audit/causality_audit.h"
-#include "audit/exported_program.h"
-#include "audit/exported_program_target.h"
-#include "audit/model_file.h"
+#include "formats/export/exported_program.h"
+#include "formats/export/exported_program_target.h"
+#include "formats/model_file.h"
 #include "audit/output_audit.h"
-#include "audit/weights_unpickler.h"
-#include "audit/zip_reader.h"
+#include "formats/torch/weights_unpickler.h"
+#include "formats/torch/zip_reader.h"
 #include "util/error.h"
 
 using namespace grassaudit;
@@ -145,7 +145,7 @@ TEST(ExportFiles, OutputsMatchPyTorch26) {
 
 TEST(ExportFiles, VerdictsAndHorizonsMatchBruteForceUnder26) {
   AuditOptions o;
-  auto results = run_audit_suite((kAudits / "export.json").string(), o);
+  auto results = run_audit_suite((kAudits / "export.json").string(), o, open_model_file);
   ASSERT_GE(results.size(), 17u);
   int leaky = 0, causal = 0;
   for (const auto& r : results) {

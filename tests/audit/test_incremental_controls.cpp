@@ -11,9 +11,10 @@
 #include <string>
 
 #include "audit/audit_suite.h"
+#include "formats/model_file.h"
 #include "audit/incremental_audit.h"
 #include "audit/model_signature.h"
-#include "audit/torchscript_target.h"
+#include "formats/torchscript/torchscript_target.h"
 #include "util/error.h"
 
 using namespace grassaudit;
@@ -31,7 +32,7 @@ IncrementalResult audit_file(const std::string& file, const std::string& input =
 
 TEST(IncrementalControls, MatchBruteForce) {
   AuditOptions o;
-  auto results = run_audit_suite(kDir + "incremental.json", o);
+  auto results = run_audit_suite(kDir + "incremental.json", o, open_model_file);
   ASSERT_GE(results.size(), 13u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/onnx/onnx_program.h"
+#include "formats/onnx/onnx_program.h"
 #include "util/error.h"
 
 using grassaudit::onnx_rt::OnnxProgram;

@@ -1,4 +1,4 @@
-// The ONNX interpreter's LSTM, GRU and RNN (src/audit/onnx/onnx_ops_rnn.cpp): against ONNX's own
+// The ONNX interpreter's LSTM, GRU and RNN (src/formats/onnx/onnx_ops_rnn.cpp): against ONNX's own
 // node tests (libonnx-testdata: recorded inputs and outputs, ONNX's tolerances rtol 1e-3 and atol
 // 1e-7), against ATen's own at::lstm / at::gru / at::rnn_tanh on random weights (both directions,
 // reverse, per-row lengths through packed sequences, both layouts, float32 and float64), and one
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/onnx/onnx_op.h"
-#include "audit/onnx/onnx_tensor.h"
+#include "formats/onnx/onnx_op.h"
+#include "formats/onnx/onnx_tensor.h"
 #include "util/error.h"
 
 using namespace grassaudit;

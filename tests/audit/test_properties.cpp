@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <set>
 
-#include "audit/builtin_target.h"
+#include "formats/builtin/builtin_target.h"
 #include "audit/causality_audit.h"
 #include "core/attention_masks.h"
 #include "function_target.h"

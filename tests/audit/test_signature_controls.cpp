@@ -8,9 +8,10 @@
 #include <string>
 
 #include "audit/audit_suite.h"
+#include "formats/model_file.h"
 #include "audit/model_signature.h"
 #include "audit/output_audit.h"
-#include "audit/torchscript_target.h"
+#include "formats/torchscript/torchscript_target.h"
 #include "util/error.h"
 
 using namespace grassaudit;
@@ -21,7 +22,7 @@ const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 
 TEST(SignatureControls, MatchBruteForceLeafByLeaf) {
   AuditOptions o;
-  auto results = run_audit_suite(kDir + "signature.json", o);
+  auto results = run_audit_suite(kDir + "signature.json", o, open_model_file);
   ASSERT_GE(results.size(), 18u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/audit_suite.h"
+#include "formats/model_file.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
 #include "audit/precision_switch.h"
@@ -239,7 +240,7 @@ TEST(DecayingDependence, AStopIsNotADecay) {
 
 TEST(AuditSuite, SoundnessControlsMatchTheirExpectations) {
   AuditOptions o;
-  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/soundness.json", o);
+  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/soundness.json", o, open_model_file);
   ASSERT_GE(results.size(), 30u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }
@@ -248,7 +249,7 @@ TEST(AuditSuite, LayerSurveyMatchesBruteForce) {
   // Every stateful, normalising or piecewise-linear torch.nn layer, causal and leaky, eval and
   // train, and its zero-head twin (reference/make_layer_survey.py).
   AuditOptions o;
-  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/layers.json", o);
+  auto results = run_audit_suite(std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/layers.json", o, open_model_file);
   ASSERT_GE(results.size(), 90u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }

@@ -15,9 +15,10 @@
 #include <string>
 
 #include "audit/audit_suite.h"
-#include "audit/torchscript_archive.h"
-#include "audit/torchscript_ops.h"
-#include "audit/torchscript_target.h"
+#include "formats/model_file.h"
+#include "formats/torchscript/torchscript_archive.h"
+#include "formats/torch/torch2_ops.h"
+#include "formats/torchscript/torchscript_target.h"
 #include "util/error.h"
 #include "util/error_text.h"
 
@@ -86,7 +87,7 @@ TEST(Torch2Files, OutputsMatchPyTorch26) {
 
 TEST(Torch2Files, VerdictsAndHorizonsMatchBruteForceUnder26) {
   AuditOptions o;
-  auto results = run_audit_suite((kAudits / "torch2.json").string(), o);
+  auto results = run_audit_suite((kAudits / "torch2.json").string(), o, open_model_file);
   ASSERT_GE(results.size(), 20u);
   int leaky = 0, causal = 0;
   for (const auto& r : results) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "audit/audit_suite.h"
+#include "formats/model_file.h"
 #include "audit/causality_audit.h"
 #include "audit/train_mode_proof.h"
 #include "function_target.h"
@@ -153,8 +154,8 @@ TEST(TrainModeProof, EverySuiteCaseGivesTheSameFactsWithAndWithoutTheProof) {
   without.train_by_proof = false;
   int proven = 0, cases = 0;
   for (const char* suite : {"controls.json", "signature.json", "torch2.json", "incremental.json", "soundness.json"}) {
-    const auto a = run_audit_suite(kDir + suite, with);
-    const auto b = run_audit_suite(kDir + suite, without);
+    const auto a = run_audit_suite(kDir + suite, with, open_model_file);
+    const auto b = run_audit_suite(kDir + suite, without, open_model_file);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       ++cases;

@@ -24,9 +24,9 @@
 #include <map>
 #include <set>
 
-#include "audit/onnx/onnx_op.h"
-#include "audit/onnx/onnx_program.h"
-#include "audit/onnx/onnx_tensor.h"
+#include "formats/onnx/onnx_op.h"
+#include "formats/onnx/onnx_program.h"
+#include "formats/onnx/onnx_tensor.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;

@@ -20,7 +20,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "audit/causality_audit.h"
+#include "audit/audit_options.h"
+#include "audit/audit_result.h"
 
 namespace grassaudit {
 

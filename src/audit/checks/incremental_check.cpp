@@ -5,7 +5,7 @@
 #include "audit/checks/check.h"
 #include "audit/checks/json_fields.h"
 #include "audit/incremental_audit.h"
-#include "audit/model_file.h"
+#include "audit/model_file_target.h"
 
 namespace grassaudit {
 namespace {

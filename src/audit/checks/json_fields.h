@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit/causality_audit.h"
+#include "audit/audit_result.h"
 
 namespace grassaudit {
 

@@ -3,7 +3,7 @@
 #include "audit/audit_target.h"
 #include "audit/checks/check.h"
 #include "audit/checks/json_fields.h"
-#include "audit/model_file.h"
+#include "audit/model_file_target.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
 #include "util/error.h"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "audit/audit_prober.h"
+#include "audit/causality_audit.h"  // the pass is the future audit again, with the zeros redrawn
 #include "audit/checks/check.h"
 #include "audit/checks/json_fields.h"
 #include "util/error.h"

@@ -24,7 +24,7 @@
 #include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
-#include "audit/model_file.h"
+#include "audit/model_file_target.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
 #include "audit/train_mode_proof.h"

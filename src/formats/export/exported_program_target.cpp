@@ -1,0 +1,28 @@
+#include "formats/export/exported_program_target.h"
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/error_text.h"
+
+namespace grassaudit {
+
+namespace {
+
+std::unique_ptr<GraphProgram> load_archive(const std::string& path) {
+  try {
+    return ExportedProgram::load(path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: torch.export archive: {}", path, e.what()));
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: torch.export archive: {}", path, first_meaningful_line(e.what_without_backtrace())));
+  }
+}
+
+}  // namespace
+
+ExportedProgramTarget::ExportedProgramTarget(const std::string& path, const std::vector<InputBinding>& inputs,
+                                             int64_t time_axis, double feature_scale)
+    : GraphProgramTarget("torch.export", path, load_archive(path), inputs, time_axis, feature_scale) {}
+
+}  // namespace grassaudit
