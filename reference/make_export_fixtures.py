@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch.export archives for the audit's torch.export target (src/audit/exported_program*.cpp).
+"""torch.export archives for the audit's torch.export target (src/formats/export/).
 
 Run with PyTorch 2.6 (Debian 13's python3-torch, in the root of scripts/debian13-root.sh):
     bash scripts/test-debian13.sh --run python3 reference/make_export_fixtures.py [--keep]

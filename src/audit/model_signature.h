@@ -1,7 +1,7 @@
 #pragma once
 // The model signature: how a model file's forward arguments and outputs map to the audit's
 // time-indexed tensors, in one place (the prober, the property search and the suite all see the
-// model only through it, via a ModelFileTarget: audit/model_file.h).
+// model only through it, via a ModelFileTarget: audit/model_file_target.h).
 //
 // Inputs. The audit draws ONE canonical input per pass: token ids [B, L] int64 (one tokens
 // input), [B, L, n] int64 (n tokens inputs, slot j uniform over its own vocabulary V_j), or

@@ -1,6 +1,6 @@
 #pragma once
 // Plain forwards through model files, side by side: each file opened through the one model-file
-// seam (audit/model_file.h: TorchScript, torch.export, ...), eval mode, no gradients, the same
+// seam (formats/model_file.h: TorchScript, torch.export, ...), eval mode, no gradients, the same
 // input for all, reps interleaved file by file so their ratio is measured under one load. What a
 // format's interpreter costs against another format of the same model, and whether the formats
 // compute the same thing (each file's output against the first file's).

@@ -171,7 +171,7 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
   return opt;
 }
 
-// --model (a model file, its format read from its content: audit/model_file.h) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
+// --model (a model file, its format read from its content: formats/model_file.h) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
 std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
   if (vm.count("model")) {
     if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros|const:VALUE (one per forward argument)");

@@ -125,9 +125,30 @@ nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* 
   return j;
 }
 
-int run(int argc, char** argv) {
+// The value of an integer flag, or `fallback`.
+int64_t opt_int(const po::variables_map& vm, const char* key, int64_t fallback) {
+  return vm.count(key) ? vm[key].as<int64_t>() : fallback;
+}
+int opt_reps(const po::variables_map& vm, const char* key, int fallback) {
+  return vm.count(key) ? vm[key].as<int>() : fallback;
+}
+
+// The JSON on stdout, and in --json FILE when given.
+void emit(const po::variables_map& vm, const nlohmann::json& doc) {
+  const std::string text = doc.dump(2) + "\n";
+  std::cout << text;
+  if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
+}
+
+// What the layer and model modes time: one entry per timed configuration, and the units beside them.
+struct Timings {
+  std::vector<BenchTiming> results;
+  double gemm = 0, gemm_bf16 = 0;
+  std::map<size_t, AuditCost> audit_costs;  // --audit-cost: by result index
+};
+
+po::options_description bench_options(int* threads) {
   po::options_description desc("bench options");
-  int threads = 0;
   desc.add_options()
       ("mixer", po::value<std::string>(), "mixer name(s), comma-separated (see grassaudit mixers)")
       ("files", po::value<std::string>(), "files mode: model files, comma-separated, timed side by side")
@@ -154,8 +175,173 @@ int run(int argc, char** argv) {
        "model mode: also time one gate audit of each model (the trainer's settings, run halfway through the "
        "timed steps on the model being timed) and compare it with an epoch of this many training tokens at the "
        "measured rate (WikiText-2 wordpiece train: 2265484)");
-  add_threads_option(desc, &threads);
+  add_threads_option(desc, threads);
   add_model_options(desc);
+  return desc;
+}
+
+// --files: model files' forwards, side by side.
+int run_files(const po::variables_map& vm) {
+  for (const char* flag : {"mixer", "model", "decode", "tokens", "loss-impl", "loss-chunk", "profile-ops",
+                           "precision", "audit-cost", "contexts", "decode-steps"})
+    if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --files", flag));
+  if (!vm.count("input")) throw InputError("--files needs --input (as for audit: tokens:V, features:C, ...)");
+  FileForwardOptions o;
+  o.files = split_names(vm["files"].as<std::string>(), "--files");
+  for (const auto& text : vm["input"].as<std::vector<std::string>>()) o.inputs.push_back(InputBinding::parse(text));
+  o.batch = opt_int(vm, "batch", 32);
+  if (vm.count("seq-len")) {
+    auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+    if (Ls.size() != 1) throw InputError("--files takes one --seq-len");
+    o.seq_len = Ls[0];
+  }
+  o.reps = opt_reps(vm, "reps", 5);
+  o.warmup = opt_reps(vm, "warmup", 1);
+  print_runtime_banner();
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : bench_file_forward(o)) {
+    arr.push_back(to_json(t));
+    std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f}), max rel diff {}\n",
+                             t.file, t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max,
+                             t.max_rel_diff ? fmt::format("{:.2g}", *t.max_rel_diff) : "-");
+  }
+  emit(vm, nlohmann::json{{"files", arr}});
+  return kExitOk;
+}
+
+// --decode: single-token steps through the incremental path at each context length.
+int run_decode(const po::variables_map& vm, const std::vector<std::string>& mixers) {
+  if (!vm.count("model")) throw InputError("--decode needs --model PRESET (the model's size)");
+  for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "audit-cost", "tokens", "seq-len", "precision"})
+    if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --decode", flag));
+  Preset preset = get_preset(vm["model"].as<std::string>());
+  DecodeBenchOptions o;
+  o.mixers = mixers;
+  o.model = model_config_from_flags(vm, preset.model);
+  o.model.dropout = 0.0;
+  if (vm.count("contexts")) o.contexts = parse_int_list(vm["contexts"].as<std::string>(), "--contexts");
+  o.steps = opt_int(vm, "decode-steps", 32);
+  o.batch = opt_int(vm, "batch", 1);
+  o.reps = opt_reps(vm, "reps", 3);
+  o.warmup = opt_reps(vm, "warmup", 1);
+  check_decode_bench(o);
+  print_runtime_banner();
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : bench_decode(o)) {
+    auto j = to_json(t);
+    j["preset"] = preset.name;
+    arr.push_back(j);
+  }
+  emit(vm, nlohmann::json{{"decode", arr}});
+  return kExitOk;
+}
+
+// --model: whole-model training steps of a preset (and --audit-cost: its gate audit beside them).
+Timings run_models(const po::variables_map& vm, const std::vector<std::string>& mixers) {
+  Timings out;
+  Preset preset = get_preset(vm["model"].as<std::string>());
+  ModelBenchOptions o;
+  o.preset = preset.name;
+  o.mixers = mixers;
+  o.model = model_config_from_flags(vm, preset.model);
+  if (vm.count("tokens")) throw InputError("--tokens applies to layer benchmarks, not --model");
+  if (vm.count("seq-len")) {
+    auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+    if (Ls.size() != 1) throw InputError("--model takes one --seq-len");
+    o.model.max_len = Ls[0];
+  }
+  o.batch = opt_int(vm, "batch", preset.train.batch);
+  o.lr = preset.train.lr;
+  o.weight_decay = preset.train.weight_decay;
+  o.reps = opt_reps(vm, "reps", 3);
+  o.warmup = opt_reps(vm, "warmup", 1);
+  if (vm.count("loss-impl")) {
+    o.loss_impls.clear();
+    for (const auto& name : split_names(vm["loss-impl"].as<std::string>(), "--loss-impl"))
+      o.loss_impls.push_back(parse_loss_impl(name));
+  }
+  if (vm.count("loss-chunk")) {
+    if (std::find(o.loss_impls.begin(), o.loss_impls.end(), LossImpl::kFused) == o.loss_impls.end())
+      throw InputError("--loss-chunk applies to --loss-impl fused");
+    o.loss_chunks = parse_int_list(vm["loss-chunk"].as<std::string>(), "--loss-chunk");
+  }
+  o.profile_ops = vm.count("profile-ops") > 0;
+  if (vm.count("precision")) o.precisions = split_names(vm["precision"].as<std::string>(), "--precision");
+  // The unit beside every step: the faster of sgemm and (where bf16 is timed) bf16 GEMM, each
+  // the better of two measurements in a row: a bf16 GEMM right after float32 BLAS work (a
+  // float32 step, an sgemm) can run at half rate for tens of milliseconds (measured here: 184-217
+  // GFLOP/s, then 341-392), which would flatter the step.
+  const bool times_bf16 = std::count(o.precisions.begin(), o.precisions.end(), "bf16") > 0;
+  o.unit_rate = [times_bf16] {
+    double best = 0;
+    if (times_bf16)
+      for (int i = 0; i < 2; ++i) best = std::max(best, measure_gemm_gflops(1024, 7, at::kBFloat16));
+    for (int i = 0; i < 2; ++i) best = std::max(best, measure_gemm_gflops(1024, 7));
+    return best;
+  };
+  check_model_bench(o);  // every value checked before the banner and any work
+  int64_t epoch_tokens = 0;
+  std::vector<AuditResult> audits;  // by entry (mixer x loss impl x chunk), as results
+  if (vm.count("audit-cost")) {
+    epoch_tokens = vm["audit-cost"].as<int64_t>();
+    if (epoch_tokens < 1) throw InputError("--audit-cost needs a positive token count");
+    if (o.reps < 2) throw InputError("--audit-cost needs --reps >= 2 (steps are timed before and after the audit)");
+    // The gate exactly as the trainer runs it, on the model being timed, between its timed
+    // steps: the two figures of the ratio come from the same minutes of the same process.
+    o.midway = [&](size_t k, LanguageModel& lm) {
+      AuditGate gate(gate_audit_options(lm->config().max_len, preset.train.audit_trials, preset.train.audit_batch,
+                                        preset.train.seed));
+      if (audits.size() <= k) audits.resize(k + 1);
+      audits[k] = gate.audit(lm);
+      std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n",
+                               o.preset + ":" + lm->config().mixer,
+                               verdict_name(audits[k].verdict), audits[k].seconds, audits[k].probes, audits[k].precision);
+    };
+  }
+  print_runtime_banner();
+  out.results = bench_models(o);
+  out.gemm = measure_gemm_gflops(1024, 5);
+  if (std::count(o.precisions.begin(), o.precisions.end(), "bf16") > 0)
+    out.gemm_bf16 = measure_gemm_gflops(1024, 5, at::kBFloat16);
+  if (epoch_tokens > 0)
+    for (size_t k = 0; k < out.results.size(); ++k) {
+      const auto& t = out.results[k];
+      const auto& a = audits[k];
+      const double unit = static_cast<double>(a.unit_rows * a.unit_len);
+      out.audit_costs[k] = {a.seconds, epoch_tokens / t.tokens_per_second, verdict_name(a.verdict), a.probes,
+                        a.precision, unit > 0 ? a.forwards.total().tokens / unit : 0.0};
+    }
+  return out;
+}
+
+// One mixer layer, forward and backward, at each length.
+Timings run_layers(const po::variables_map& vm, const std::vector<std::string>& mixers) {
+  Timings out;
+  for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "precision"})
+    if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --model benchmarks", flag));
+  LayerBenchOptions o;
+  o.mixers = mixers;
+  ModelConfig base;
+  base.offset_mode = "all";
+  base.dropout = 0.0;
+  o.model = model_config_from_flags(vm, base);
+  if (vm.count("tokens") && vm.count("batch")) throw InputError("give --batch or --tokens, not both");
+  o.batch = opt_int(vm, "batch", 32);
+  o.tokens = opt_int(vm, "tokens", 0);
+  if (vm.count("tokens") && o.tokens < 1) throw InputError(fmt::format("--tokens must be >= 1, got {}", o.tokens));
+  if (vm.count("seq-len")) o.seq_lens = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
+  o.reps = opt_reps(vm, "reps", 10);
+  o.warmup = opt_reps(vm, "warmup", 2);
+  for (int64_t L : o.seq_lens)
+    for (const auto& m : mixers) layer_bench_config(o, m, L);  // every value checked first
+  print_runtime_banner();
+  out.results = bench_layers(o);
+  return out;
+}
+
+int run(int argc, char** argv) {
+  int threads = 0;
+  po::options_description desc = bench_options(&threads);
   po::variables_map vm;
   if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
   configure_threads(threads);
@@ -165,181 +351,20 @@ int run(int argc, char** argv) {
     if (!parent.empty()) make_dirs(parent.string());
     check_output_path(path, "--json");
   }
-
-  auto opt_int = [&](const char* key, int64_t fallback) {
-    return vm.count(key) ? vm[key].as<int64_t>() : fallback;
-  };
-  auto opt_reps = [&](const char* key, int fallback) { return vm.count(key) ? vm[key].as<int>() : fallback; };
-
-  if (vm.count("files")) {
-    for (const char* flag : {"mixer", "model", "decode", "tokens", "loss-impl", "loss-chunk", "profile-ops",
-                             "precision", "audit-cost", "contexts", "decode-steps"})
-      if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --files", flag));
-    if (!vm.count("input")) throw InputError("--files needs --input (as for audit: tokens:V, features:C, ...)");
-    FileForwardOptions o;
-    o.files = split_names(vm["files"].as<std::string>(), "--files");
-    for (const auto& text : vm["input"].as<std::vector<std::string>>()) o.inputs.push_back(InputBinding::parse(text));
-    o.batch = opt_int("batch", 32);
-    if (vm.count("seq-len")) {
-      auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
-      if (Ls.size() != 1) throw InputError("--files takes one --seq-len");
-      o.seq_len = Ls[0];
-    }
-    o.reps = opt_reps("reps", 5);
-    o.warmup = opt_reps("warmup", 1);
-    print_runtime_banner();
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& t : bench_file_forward(o)) {
-      arr.push_back(to_json(t));
-      std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f}), max rel diff {}\n",
-                               t.file, t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max,
-                               t.max_rel_diff ? fmt::format("{:.2g}", *t.max_rel_diff) : "-");
-    }
-    const std::string text = nlohmann::json{{"files", arr}}.dump(2) + "\n";
-    std::cout << text;
-    if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
-    return kExitOk;
-  }
+  if (vm.count("files")) return run_files(vm);
   if (vm.count("input")) throw InputError("--input applies to --files");
   if (!vm.count("mixer")) throw InputError("bench needs --mixer (or --files)");
   const auto mixers = split_names(vm["mixer"].as<std::string>());
   for (const auto& m : mixers) MixerRegistry::instance().check_name(m);
-
-  if (vm.count("decode")) {
-    if (!vm.count("model")) throw InputError("--decode needs --model PRESET (the model's size)");
-    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "audit-cost", "tokens", "seq-len", "precision"})
-      if (vm.count(flag)) throw InputError(fmt::format("--{} does not apply to --decode", flag));
-    Preset preset = get_preset(vm["model"].as<std::string>());
-    DecodeBenchOptions o;
-    o.mixers = mixers;
-    o.model = model_config_from_flags(vm, preset.model);
-    o.model.dropout = 0.0;
-    if (vm.count("contexts")) o.contexts = parse_int_list(vm["contexts"].as<std::string>(), "--contexts");
-    o.steps = opt_int("decode-steps", 32);
-    o.batch = opt_int("batch", 1);
-    o.reps = opt_reps("reps", 3);
-    o.warmup = opt_reps("warmup", 1);
-    check_decode_bench(o);
-    print_runtime_banner();
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& t : bench_decode(o)) {
-      auto j = to_json(t);
-      j["preset"] = preset.name;
-      arr.push_back(j);
-    }
-    const std::string text = nlohmann::json{{"decode", arr}}.dump(2) + "\n";
-    std::cout << text;
-    if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
-    return kExitOk;
-  }
+  if (vm.count("decode")) return run_decode(vm, mixers);
   for (const char* flag : {"contexts", "decode-steps"})
     if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --decode", flag));
 
-  std::vector<BenchTiming> results;
-  double gemm = 0, gemm_bf16 = 0;
-  std::map<size_t, AuditCost> audit_costs;  // --audit-cost: by result index
-  if (vm.count("model")) {
-    Preset preset = get_preset(vm["model"].as<std::string>());
-    ModelBenchOptions o;
-    o.preset = preset.name;
-    o.mixers = mixers;
-    o.model = model_config_from_flags(vm, preset.model);
-    if (vm.count("tokens")) throw InputError("--tokens applies to layer benchmarks, not --model");
-    if (vm.count("seq-len")) {
-      auto Ls = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
-      if (Ls.size() != 1) throw InputError("--model takes one --seq-len");
-      o.model.max_len = Ls[0];
-    }
-    o.batch = opt_int("batch", preset.train.batch);
-    o.lr = preset.train.lr;
-    o.weight_decay = preset.train.weight_decay;
-    o.reps = opt_reps("reps", 3);
-    o.warmup = opt_reps("warmup", 1);
-    if (vm.count("loss-impl")) {
-      o.loss_impls.clear();
-      for (const auto& name : split_names(vm["loss-impl"].as<std::string>(), "--loss-impl"))
-        o.loss_impls.push_back(parse_loss_impl(name));
-    }
-    if (vm.count("loss-chunk")) {
-      if (std::find(o.loss_impls.begin(), o.loss_impls.end(), LossImpl::kFused) == o.loss_impls.end())
-        throw InputError("--loss-chunk applies to --loss-impl fused");
-      o.loss_chunks = parse_int_list(vm["loss-chunk"].as<std::string>(), "--loss-chunk");
-    }
-    o.profile_ops = vm.count("profile-ops") > 0;
-    if (vm.count("precision")) o.precisions = split_names(vm["precision"].as<std::string>(), "--precision");
-    // The unit beside every step: the faster of sgemm and (where bf16 is timed) bf16 GEMM, each
-    // the better of two measurements in a row: a bf16 GEMM right after float32 BLAS work (a
-    // float32 step, an sgemm) can run at half rate for tens of milliseconds (measured here: 184-217
-    // GFLOP/s, then 341-392), which would flatter the step.
-    const bool times_bf16 = std::count(o.precisions.begin(), o.precisions.end(), "bf16") > 0;
-    o.unit_rate = [times_bf16] {
-      double best = 0;
-      if (times_bf16)
-        for (int i = 0; i < 2; ++i) best = std::max(best, measure_gemm_gflops(1024, 7, at::kBFloat16));
-      for (int i = 0; i < 2; ++i) best = std::max(best, measure_gemm_gflops(1024, 7));
-      return best;
-    };
-    check_model_bench(o);  // every value checked before the banner and any work
-    int64_t epoch_tokens = 0;
-    std::vector<AuditResult> audits;  // by entry (mixer x loss impl x chunk), as results
-    if (vm.count("audit-cost")) {
-      epoch_tokens = vm["audit-cost"].as<int64_t>();
-      if (epoch_tokens < 1) throw InputError("--audit-cost needs a positive token count");
-      if (o.reps < 2) throw InputError("--audit-cost needs --reps >= 2 (steps are timed before and after the audit)");
-      // The gate exactly as the trainer runs it, on the model being timed, between its timed
-      // steps: the two figures of the ratio come from the same minutes of the same process.
-      o.midway = [&](size_t k, LanguageModel& lm) {
-        AuditGate gate(gate_audit_options(lm->config().max_len, preset.train.audit_trials, preset.train.audit_batch,
-                                          preset.train.seed));
-        if (audits.size() <= k) audits.resize(k + 1);
-        audits[k] = gate.audit(lm);
-        std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n",
-                                 o.preset + ":" + lm->config().mixer,
-                                 verdict_name(audits[k].verdict), audits[k].seconds, audits[k].probes, audits[k].precision);
-      };
-    }
-    print_runtime_banner();
-    results = bench_models(o);
-    gemm = measure_gemm_gflops(1024, 5);
-    if (std::count(o.precisions.begin(), o.precisions.end(), "bf16") > 0)
-      gemm_bf16 = measure_gemm_gflops(1024, 5, at::kBFloat16);
-    if (epoch_tokens > 0)
-      for (size_t k = 0; k < results.size(); ++k) {
-        const auto& t = results[k];
-        const auto& a = audits[k];
-        const double unit = static_cast<double>(a.unit_rows * a.unit_len);
-        audit_costs[k] = {a.seconds, epoch_tokens / t.tokens_per_second, verdict_name(a.verdict), a.probes,
-                          a.precision, unit > 0 ? a.forwards.total().tokens / unit : 0.0};
-      }
-  } else {
-    for (const char* flag : {"loss-impl", "loss-chunk", "profile-ops", "precision"})
-      if (vm.count(flag)) throw InputError(fmt::format("--{} applies to --model benchmarks", flag));
-    LayerBenchOptions o;
-    o.mixers = mixers;
-    ModelConfig base;
-    base.offset_mode = "all";
-    base.dropout = 0.0;
-    o.model = model_config_from_flags(vm, base);
-    if (vm.count("tokens") && vm.count("batch")) throw InputError("give --batch or --tokens, not both");
-    o.batch = opt_int("batch", 32);
-    o.tokens = opt_int("tokens", 0);
-    if (vm.count("tokens") && o.tokens < 1) throw InputError(fmt::format("--tokens must be >= 1, got {}", o.tokens));
-    if (vm.count("seq-len")) o.seq_lens = parse_int_list(vm["seq-len"].as<std::string>(), "--seq-len");
-    o.reps = opt_reps("reps", 10);
-    o.warmup = opt_reps("warmup", 2);
-    for (int64_t L : o.seq_lens)
-      for (const auto& m : mixers) layer_bench_config(o, m, L);  // every value checked first
-    print_runtime_banner();
-    results = bench_layers(o);
-  }
-
+  const Timings t = vm.count("model") ? run_models(vm, mixers) : run_layers(vm, mixers);
   nlohmann::json arr = nlohmann::json::array();
-  for (size_t k = 0; k < results.size(); ++k)
-    arr.push_back(result_entry(results[k], gemm, audit_costs.count(k) ? &audit_costs.at(k) : nullptr, gemm_bf16));
-  nlohmann::json doc = arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}};
-  const std::string text = doc.dump(2) + "\n";
-  std::cout << text;
-  if (vm.count("json")) write_file_atomic(vm["json"].as<std::string>(), text);
+  for (size_t k = 0; k < t.results.size(); ++k)
+    arr.push_back(result_entry(t.results[k], t.gemm, t.audit_costs.count(k) ? &t.audit_costs.at(k) : nullptr, t.gemm_bf16));
+  emit(vm, arr.size() == 1 ? arr[0] : nlohmann::json{{"results", arr}});
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@ RAPIDCHECK below).
 
 ccache is used when installed (as the CMake build does): GRASSAUDIT_NO_CCACHE=1 turns it off.
 """
+import glob
 import os
 import sys
 
@@ -29,31 +30,12 @@ except ImportError:
     sys.exit("grassaudit: this Python has no torch; install PyTorch (>= 1.13) first, then "
              "python3 -m pip install --no-build-isolation ./src/python")
 
-# The engine's sources the in-process audit runs, and nothing of the model-file formats (the
-# module is live), the built-in models or the suite runner, which would pull in all of src/core.
-ENGINE = [
-    "audit/audit_cost.cpp",          # what an audit spends: forwards, conversions, seconds by check
-    "audit/audit_prober.cpp",        # the probes: perturb, compare, the precision floor
-    "audit/audit_shard.cpp",         # rows over ranks (one rank in-process)
-    "audit/causality_audit.cpp",     # the driver, to_json, the text summary
-    "audit/checks/batch_check.cpp",  # the checks, one file each (audit/checks/registry.cpp lists them)
-    "audit/checks/check.cpp",
-    "audit/checks/future_check.cpp",
-    "audit/checks/gradient_check.cpp",
-    "audit/checks/incremental_check.cpp",
-    "audit/checks/length_check.cpp",
-    "audit/checks/past_check.cpp",
-    "audit/checks/property_check.cpp",  # property=N: audit/property_search.cpp, its runner below
-    "audit/checks/registry.cpp",
-    "audit/checks/structural_check.cpp",
-    "audit/checks/vacuity_check.cpp",
-    "audit/incremental_audit.cpp",   # incremental=True
-    "audit/model_file_target.cpp",   # what every model target shares (the look at the outputs)
-    "audit/model_signature.cpp",     # --input values, output leaves by path
-    "audit/output_audit.cpp",        # leaf by leaf
-    "audit/precision_switch.cpp",    # float32, then float64 where needed
-    "audit/train_mode_proof.cpp",    # train mode = eval mode, read from the scripted module's graph
-    "audit/zero_redraw.cpp",         # the structural pass
+# The engine's sources the in-process audit runs: the whole of src/audit (the engine, by folder;
+# the module is live, so nothing of src/formats, the model readers, is compiled), apart from the
+# RapidCheck runner (its own module below); and what the engine uses beneath it.
+ENGINE_DIRS = ["audit", "audit/checks"]
+RAPIDCHECK_RUNNER = "audit/property_runner_rc.cpp"
+BENEATH = [
     "core/distributed.cpp",          # single-process here (no GRASSAUDIT_C10D)
     "report/figures.cpp",            # Report.plot: the leak map drawn by the report's own figure code
     "report/gnuplot.cpp",
@@ -64,6 +46,8 @@ ENGINE = [
     "util/sha256.cpp",
     "util/write_points.cpp",
 ]
+ENGINE = sorted(os.path.relpath(p, SRC) for d in ENGINE_DIRS for p in glob.glob(os.path.join(SRC, d, "*.cpp"))
+                if os.path.relpath(p, SRC) != RAPIDCHECK_RUNNER) + BENEATH
 
 
 def find_rapidcheck():
@@ -76,7 +60,7 @@ def find_rapidcheck():
     return None
 
 
-sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE + ["audit/property_search.cpp"]]
+sources = ["csrc/engine.cpp"] + [os.path.join(SRC, s) for s in ENGINE]
 COMPILE = ["-std=c++17", "-O2", "-g0"]  # -g0: Python's own CFLAGS ask for debug info (3x the compile time)
 ext_modules = [
     CppExtension(
@@ -100,7 +84,7 @@ RAPIDCHECK = find_rapidcheck()
 if RAPIDCHECK:
     ext_modules.append(Extension(
         name="grassaudit._property_runner",
-        sources=["csrc/property_runner_module.cpp", os.path.join(SRC, "audit/property_runner_rc.cpp")],
+        sources=["csrc/property_runner_module.cpp", os.path.join(SRC, RAPIDCHECK_RUNNER)],
         include_dirs=[SRC],
         language="c++",
         extra_compile_args=COMPILE + ["-fno-gnu-unique"],

@@ -39,6 +39,74 @@ std::string budget_sentence(const Published& pub, const RunRecord& run) {
   return s + ".";
 }
 
+// The conclusion of a leaky run that has a quarantined perplexity and a paper row to compare it
+// with (`depth_differs`: the row is the paper's at the same L, another depth; `past`: our causal
+// past-pairing peer, if any).
+std::string compared_conclusion(const Published& pub, const std::vector<RunRecord>& runs, const RunRecord& run,
+                                double q, const PaperLmRow& paper, bool depth_differs, const SeedGroup* past,
+                                LiteralVerdict& verdict) {
+  std::string conclusion;
+  const double ratio = q / paper.val_ppl;
+  const std::string qcell = quarantined_cell(q, run.audit.leak_horizon);
+  const bool fewer_epochs = run.epochs && *run.epochs < pub.epochs;
+  if (ratio < kFarBelowFraction) {
+    verdict = LiteralVerdict::kInconsistent;
+    conclusion = fmt::format(
+        "trained as the text reads, the future-pairing model reaches {} ({:.1f}% of the "
+        "paper's {}), far below it (below {:.0f}%). A model that sees the token it predicts does "
+        "far better than the published number, so the paper's {} is inconsistent with the "
+        "literal reading having been trained: its code most likely paired with the past, or "
+        "something else differed.",
+        qcell, ratio * 100.0, paper.val_ppl_text, kFarBelowFraction * 100.0,
+        paper.val_ppl_text);
+    if (fewer_epochs) {
+      conclusion += " This run trained for fewer epochs than the paper; a longer run is not "
+                    "expected to raise its best validation perplexity.";
+    }
+  } else if (ratio < 1.0) {
+    verdict = LiteralVerdict::kSuggestive;
+    conclusion = fmt::format(
+        "the quarantined perplexity {} is below the paper's {} but not far below it (ratio "
+        "{}, threshold {:.2f}); the data does not settle whether the literal reading was "
+        "trained.",
+        qcell, paper.val_ppl_text, fmt_ratio(ratio), kFarBelowFraction);
+  } else {
+    verdict = LiteralVerdict::kNotSettled;
+    conclusion = fmt::format(
+        "the quarantined perplexity {} is not below the paper's {} (ratio {}); the data does not "
+        "settle it",
+        qcell, paper.val_ppl_text, fmt_ratio(ratio));
+    conclusion += fewer_epochs ? fmt::format(" (this run trained {} of the paper's {} epochs).",
+                                             fmt_epochs(*run.epochs), fmt_epochs(pub.epochs))
+                               : ".";
+  }
+  if (depth_differs) {
+    conclusion += fmt::format(" Caveat: the paper's row has {} layers, this run {}.", paper.layers,
+                              or_dash(run.layers));
+    // Say what a literal run at the paper's depth measured, if there is one; predict nothing.
+    for (const auto& other : runs) {
+      if (other.task != "lm" || other.pairing != MixerPairing::kFuture || other.name == run.name) continue;
+      if (other.layers != paper.layers || other.seq_len != run.seq_len || !other.quarantined_best_valid_ppl) continue;
+      conclusion += fmt::format(" The literal run at the paper's depth, `{}`, reached {} after {}.", other.name,
+                                quarantined_cell(*other.quarantined_best_valid_ppl, other.audit.leak_horizon),
+                                budget_label(other));
+    }
+  }
+  if (past) {
+    const double vs_past = q / past->valid.mean;
+    const std::string cell = group_valid_cell(*past);
+    conclusion += vs_past < kFarBelowFraction
+                      ? fmt::format(" Against our causal past-pairing run ({}), the leak is "
+                                    "exploited: {:.1f}% of its perplexity.",
+                                    cell, vs_past * 100.0)
+                      : fmt::format(" Against our causal past-pairing run ({}), the leak is not "
+                                    "visibly exploited at this budget ({:.1f}% of its "
+                                    "perplexity).",
+                                    cell, vs_past * 100.0);
+  }
+  return conclusion;
+}
+
 LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
                        const RunRecord& run) {
   LiteralFinding f;
@@ -106,64 +174,7 @@ LiteralFinding analyse(const Published& pub, const std::vector<RunRecord>& runs,
     conclusion = "the paper reports no Grassmann row at L " + or_dash(run.seq_len) + " with " +
                  or_dash(run.layers) + " layers; no comparison is made.";
   } else {
-    const double ratio = *q / paper->val_ppl;
-    const std::string qcell = quarantined_cell(*q, run.audit.leak_horizon);
-    const bool fewer_epochs = run.epochs && *run.epochs < pub.epochs;
-    if (ratio < kFarBelowFraction) {
-      f.verdict = LiteralVerdict::kInconsistent;
-      conclusion = fmt::format(
-          "trained as the text reads, the future-pairing model reaches {} ({:.1f}% of the "
-          "paper's {}), far below it (below {:.0f}%). A model that sees the token it predicts does "
-          "far better than the published number, so the paper's {} is inconsistent with the "
-          "literal reading having been trained: its code most likely paired with the past, or "
-          "something else differed.",
-          qcell, ratio * 100.0, paper->val_ppl_text, kFarBelowFraction * 100.0,
-          paper->val_ppl_text);
-      if (fewer_epochs) {
-        conclusion += " This run trained for fewer epochs than the paper; a longer run is not "
-                      "expected to raise its best validation perplexity.";
-      }
-    } else if (ratio < 1.0) {
-      f.verdict = LiteralVerdict::kSuggestive;
-      conclusion = fmt::format(
-          "the quarantined perplexity {} is below the paper's {} but not far below it (ratio "
-          "{}, threshold {:.2f}); the data does not settle whether the literal reading was "
-          "trained.",
-          qcell, paper->val_ppl_text, fmt_ratio(ratio), kFarBelowFraction);
-    } else {
-      f.verdict = LiteralVerdict::kNotSettled;
-      conclusion = fmt::format(
-          "the quarantined perplexity {} is not below the paper's {} (ratio {}); the data does not "
-          "settle it",
-          qcell, paper->val_ppl_text, fmt_ratio(ratio));
-      conclusion += fewer_epochs ? fmt::format(" (this run trained {} of the paper's {} epochs).",
-                                               fmt_epochs(*run.epochs), fmt_epochs(pub.epochs))
-                                 : ".";
-    }
-    if (depth_differs) {
-      conclusion += fmt::format(" Caveat: the paper's row has {} layers, this run {}.", paper->layers,
-                                or_dash(run.layers));
-      // Say what a literal run at the paper's depth measured, if there is one; predict nothing.
-      for (const auto& other : runs) {
-        if (other.task != "lm" || other.pairing != MixerPairing::kFuture || other.name == run.name) continue;
-        if (other.layers != paper->layers || other.seq_len != run.seq_len || !other.quarantined_best_valid_ppl) continue;
-        conclusion += fmt::format(" The literal run at the paper's depth, `{}`, reached {} after {}.", other.name,
-                                  quarantined_cell(*other.quarantined_best_valid_ppl, other.audit.leak_horizon),
-                                  budget_label(other));
-      }
-    }
-    if (past) {
-      const double vs_past = *q / past->valid.mean;
-      const std::string cell = group_valid_cell(*past);
-      conclusion += vs_past < kFarBelowFraction
-                        ? fmt::format(" Against our causal past-pairing run ({}), the leak is "
-                                      "exploited: {:.1f}% of its perplexity.",
-                                      cell, vs_past * 100.0)
-                        : fmt::format(" Against our causal past-pairing run ({}), the leak is not "
-                                      "visibly exploited at this budget ({:.1f}% of its "
-                                      "perplexity).",
-                                      cell, vs_past * 100.0);
-    }
+    conclusion = compared_conclusion(pub, runs, run, *q, *paper, depth_differs, past, f.verdict);
   }
   f.markdown = md + "\n**Conclusion:** " + conclusion + "\n";
   return f;

@@ -9,7 +9,7 @@
 // ops (cond, while_loop, scan, map_impl, wrap_with_set_grad_enabled) run their sub-graphs, which
 // the archive holds inline, as PyTorch's eager implementations of those ops do.
 //
-// Layouts read (audit/model_file.h says how they are recognised):
+// Layouts read (formats/model_file.h says how they are recognised):
 //   flat (PyTorch 2.6 torch.export.save): serialized_exported_program.json,
 //     serialized_state_dict.pt, serialized_constants.pt (torch.save pickles), version
 //   packaged (PyTorch 2.8+ PT2 archive spec): archive_format "pt2", models/<name>.json, raw

@@ -1,7 +1,7 @@
 #pragma once
 // A model file that is one fixed graph, run node by node in C++: a torch.export archive
-// (audit/exported_program.h) or an ONNX model (audit/onnx/onnx_program.h). The audit sees either
-// through GraphProgramTarget (audit/graph_program_target.h), so what the audit does with a graph
+// (formats/export/exported_program.h) or an ONNX model (formats/onnx/onnx_program.h). The audit sees either
+// through GraphProgramTarget (formats/graph/graph_program_target.h), so what the audit does with a graph
 // (its inputs bound to --input values, float64 re-runs, jittered and redrawn weights, kept state)
 // is written once for every graph format.
 #include <cstdint>

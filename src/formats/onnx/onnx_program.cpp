@@ -18,6 +18,7 @@
 
 #include "formats/onnx/onnx_op.h"
 #include "formats/onnx/onnx_tensor.h"
+#include "formats/graph/slot_lifetimes.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -143,6 +144,8 @@ struct OnnxProgram::Impl {
 
   void compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope);
   static void fuse_matmul_add(Graph& g);
+  // Per node, the slots its read is the last of (released after it) and the inputs it may take over.
+  static void plan_releases(Graph& g);
   // `subgraph_calls`: how many sub-graphs this run has called (Limits::max_subgraph_calls).
   void run_graph(const Graph& g, std::vector<Value>& env, const std::vector<std::vector<Value>*>& outer_envs,
                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const;
@@ -246,19 +249,24 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
   }
   if (g.output_slots.empty()) fail(fmt::format("{} has no outputs", where));
   fuse_matmul_add(g);
-  // Each slot's last reader releases it, so a long graph holds only what later nodes still need.
-  std::vector<int> last(g.nslots, -1);
+  plan_releases(g);
+}
+
+// When each slot is dropped, and which reads may take over the env's own handle.
+void OnnxProgram::Impl::plan_releases(Graph& g) {
+  // Each slot's last reader releases it, so a long graph holds only what later nodes still need;
+  // what this graph's own sub-graphs' callers read from it, its outputs and its initializers stay
+  // for the whole run.
+  std::vector<std::vector<int>> reads(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (int s : g.nodes[i].in)
-      if (s >= 0) last[s] = static_cast<int>(i);
-    for (int s : g.nodes[i].captured_by_subgraphs) last[s] = static_cast<int>(i);
+    reads[i] = g.nodes[i].in;
+    reads[i].insert(reads[i].end(), g.nodes[i].captured_by_subgraphs.begin(), g.nodes[i].captured_by_subgraphs.end());
   }
-  // What this graph's own sub-graphs' callers read from it stays for the whole run.
-  for (const auto& [s, outer_slot] : g.captured) last[s] = std::numeric_limits<int>::max();
-  for (int s : g.output_slots) last[s] = std::numeric_limits<int>::max();
-  for (const auto& [s, idx] : g.initializer_slots) last[s] = std::numeric_limits<int>::max();
-  for (int s = 0; s < g.nslots; ++s)
-    if (last[s] >= 0 && last[s] < static_cast<int>(g.nodes.size())) g.nodes[last[s]].release.push_back(s);
+  std::vector<int> kept = g.output_slots;
+  for (const auto& [s, outer_slot] : g.captured) kept.push_back(s);
+  for (const auto& [s, idx] : g.initializer_slots) kept.push_back(s);
+  const auto release = releases_after_last_read(g.nslots, reads, kept);
+  for (size_t i = 0; i < g.nodes.size(); ++i) g.nodes[i].release = release[i];
   // A slot's last reader gets the env's handle itself (moved, not copied), so an op that sees its
   // input held by nothing else may write its output there (OpContext::overwritable) instead of
   // allocating, and touching, a fresh buffer. Not where the node's sub-graphs read the env, nor
