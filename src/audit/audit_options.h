@@ -61,6 +61,10 @@ struct AuditOptions {
   // every row of every table, every trial.
   bool screen = true;
 
+  // Where the model runs and is probed: "cpu", "cuda", "cuda:N" (place_on_device, before the
+  // audit starts; audit/audit_target.h).
+  std::string device = "cpu";
+
   // The checks of the whole model, after the audit of its outputs (run_model_checks):
   // --incremental (audit/incremental_audit.h) and --property N (audit/property_search.h).
   bool incremental = false;

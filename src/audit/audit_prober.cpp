@@ -156,7 +156,8 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
 
   // diff [n, L]: relative move of each output position of rows start .. start+n-1.
   auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
-    auto acc = diff.accessor<double, 2>();
+    const at::Tensor host = diff.cpu();  // [n, L] read back from the target's device
+    auto acc = host.accessor<double, 2>();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t c = cuts[static_cast<size_t>((start + i) / T)];
       const int64_t lo = side == Side::kFuture ? 0 : c, hi = side == Side::kFuture ? c : L;
@@ -274,7 +275,7 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
     if (train) at::manual_seed(seed);
     auto y1 = run(at::where(k, base, fresh).contiguous(), /*check_finite=*/false);  // max_abs_diff checks
     auto scale = y0.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);                   // [B]
-    auto diff = max_abs_diff(y1, y0).to(at::kDouble).div(scale.view({B, 1})).contiguous();  // [B, L]
+    auto diff = max_abs_diff(y1, y0).to(at::kDouble).div(scale.view({B, 1})).cpu().contiguous();  // [B, L]
     auto acc = diff.accessor<double, 2>();
     for (int64_t b = 0; b < B; b += 2)
       for (int64_t t = 0; t < L; ++t) {
@@ -314,7 +315,7 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
         pe.error = e.what();
         continue;
       }
-      auto d = (y_p.narrow(1, 0, n) - y_full.narrow(1, 0, n)).abs().amax(-1).to(at::kDouble).div(scale)[0].contiguous();  // [n]
+      auto d = (y_p.narrow(1, 0, n) - y_full.narrow(1, 0, n)).abs().amax(-1).to(at::kDouble).div(scale)[0].cpu().contiguous();  // [n]
       auto acc = d.accessor<double, 1>();
       for (int64_t t = 0; t < n; ++t)
         if (acc[t] > pe.effect) {
@@ -371,7 +372,7 @@ __attribute__((optimize("fp-contract=off"))) void jitter_rows(T* p, const T* o, 
 
 void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, double s) {
   const auto dtype = p.scalar_type();
-  const bool flat = p.is_contiguous() && o.is_contiguous() && d.is_contiguous() && o.scalar_type() == dtype &&
+  const bool flat = p.is_cpu() && o.is_cpu() && d.is_cpu() && p.is_contiguous() && o.is_contiguous() && d.is_contiguous() && o.scalar_type() == dtype &&
                     d.scalar_type() == dtype && o.numel() == p.numel() && d.numel() == p.numel();
   if (!flat || (dtype != at::kDouble && dtype != at::kFloat)) {
     p.copy_(d).mul_(s).add_(1).mul_(o);
@@ -397,7 +398,8 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
     if (!p.defined() || !at::isFloatingType(p.scalar_type()) || p.numel() == 0) continue;
     params.push_back(p);
     originals.push_back(p.detach().clone());
-    directions.push_back(at::randn(p.sizes(), gen, p.options().requires_grad(false)));
+    // Drawn on the CPU (the audit's generator), the same directions on every device.
+    directions.push_back(at::randn(p.sizes(), gen, p.options().device(at::kCPU).requires_grad(false)).to(p.device()));
   }
   out.tensors = static_cast<int64_t>(params.size());
   out.inputs = in_.kind == InputSpec::Kind::kFeatures;
@@ -540,12 +542,13 @@ std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode)
     record_forward(target_.dtype(), e.size(0), e.size(1));
     auto y = target_.forward_from_embedding(e);
     y = y.reshape({n, L, -1});
-    if (!w.defined()) w = at::randn({y.size(2)}, gen, at::TensorOptions().dtype(y.scalar_type()));
-    auto t_idx = at::arange(start, start + n, at::kLong);
-    auto picked = y.index({at::arange(n, at::kLong), t_idx});  // [n, K]
+    if (!w.defined()) w = at::randn({y.size(2)}, gen, at::TensorOptions().dtype(y.scalar_type())).to(y.device());
+    const auto on = at::TensorOptions().dtype(at::kLong).device(y.device());
+    auto t_idx = at::arange(start, start + n, on);
+    auto picked = y.index({at::arange(n, on), t_idx});  // [n, K]
     auto loss = (picked * w).sum();
     auto g = torch::autograd::grad({loss}, {e}, /*grad_outputs=*/{}, /*retain_graph=*/false)[0];
-    auto norms = g.reshape({n, L, -1}).to(at::kDouble).pow(2).sum(-1).sqrt().contiguous();
+    auto norms = g.reshape({n, L, -1}).to(at::kDouble).pow(2).sum(-1).sqrt().cpu().contiguous();
     auto acc = norms.accessor<double, 2>();
     for (int64_t i = 0; i < n; ++i)
       for (int64_t s = 0; s < L; ++s) G[static_cast<size_t>(start + i)][static_cast<size_t>(s)] = acc[i][s];

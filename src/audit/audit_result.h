@@ -186,6 +186,9 @@ struct AuditResult {
   std::optional<StructuralPass> structural;  // nullopt: the target cannot redraw its parameters
   std::string weights_sha256;
   std::string target;
+  // Where the model ran and was probed ("cpu", "cuda:0"); every check's float64 decisions ran
+  // there too (CUDA has float64).
+  std::string device = "cpu";
   std::string format;  // a model file's format (torchscript | torch.export); "" for built-in models
 
   // The contract audited and the properties beyond the time axis (see the top of this file).

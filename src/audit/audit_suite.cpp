@@ -219,6 +219,7 @@ std::vector<SuiteCaseResult> run_audit_suite(const std::string& suite_path, cons
       throw InputError(fmt::format("{}: malformed case {}: {}", suite_path, name, e.what()));
     }
     const std::unique_ptr<ModelFileTarget> target = open(sc.model_path, sc.inputs, sc.time_axis, 1.0, sc.streaming);
+    place_on_device(*target, base.device);
     out.push_back(sc.refused ? run_refused_case(sc, *target) : run_audited_case(sc, *target, same_kernels));
   }
   return out;

@@ -50,8 +50,16 @@ class AuditTarget {
   virtual ~AuditTarget() = default;
   virtual std::string describe() const = 0;
   virtual InputSpec input() const = 0;
-  // x: [B, L] int64 or [B, L, C] floating (in the target's dtype) -> y: [B, L, K] (any K).
+  // x: [B, L] int64 or [B, L, C] floating (in the target's dtype) -> y: [B, L, K] (any K). x may
+  // be on the CPU (the probes draw their inputs there, the same draws on every device): the
+  // target moves it to device(); y is on device().
   virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // Where the model runs: its parameters, and the outputs of forward. The probes compare outputs
+  // there and read back only their per-position effects.
+  virtual c10::Device device() const { return c10::Device(c10::kCPU); }
+  // Moves the model to `device` (before an audit starts); false with `why` when it cannot run
+  // there (the default: anything but the CPU).
+  virtual bool to_device(const c10::Device& device, std::string* why);
   virtual void set_train(bool train) = 0;
   virtual bool is_training() const = 0;
   // Converts parameters (and float inputs) to dtype; returns false with `why` if impossible.
@@ -108,6 +116,28 @@ class AuditTarget {
     return {};
   }
   virtual void restore_redrawn_parameters() {}
+};
+
+// "cpu", "cuda" (device 0) or "cuda:N" as a device an audit may run on; InputError (one line)
+// for any other name, and for CUDA when this build has no CUDA or no GPU is visible.
+c10::Device parse_audit_device(const std::string& name);
+
+// Moves `target` to the device `name` names (parse_audit_device) before an audit; InputError
+// (one line) when the target cannot run there.
+void place_on_device(AuditTarget& target, const std::string& name);
+
+// While alive, CUDA float32 matrix products and convolutions run in IEEE float32 (TF32 off), as
+// every probe and decision of an audit on CUDA must: TF32 rounds inputs to 10 mantissa bits,
+// which would read as effects. The settings before come back at the end. No effect on the CPU.
+class ExactCudaMath {
+ public:
+  ExactCudaMath();
+  ~ExactCudaMath();
+  ExactCudaMath(const ExactCudaMath&) = delete;
+  ExactCudaMath& operator=(const ExactCudaMath&) = delete;
+
+ private:
+  bool cublas_, cudnn_;
 };
 
 // target.to_dtype, recorded as a conversion in the running audit's cost (audit/audit_cost.h).

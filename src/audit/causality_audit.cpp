@@ -27,28 +27,6 @@
 
 namespace grassaudit {
 
-InputSpec InputSpec::parse(const std::string& text) {
-  // One perturbed input, no name: the model signature's parser (audit/model_signature.h) says
-  // what a KIND is; here only tokens:V and features:C make sense.
-  const InputBinding b = InputBinding::parse(text);
-  if (!b.name.empty() || !b.perturbed())
-    throw InputError(fmt::format("--input must be tokens:V or features:C, got '{}'", text));
-  InputSpec s;
-  s.kind = b.kind == InputBinding::Kind::kTokens ? Kind::kTokens : Kind::kFeatures;
-  s.size = b.size;
-  return s;
-}
-
-std::string InputSpec::str() const {
-  if (kind == Kind::kTokens && !vocab_slots.empty()) return fmt::format("tokens:{}", fmt::join(vocab_slots, "+"));
-  return fmt::format("{}:{}", kind == Kind::kTokens ? "tokens" : "features", size);
-}
-
-at::Tensor InputSpec::vocab_tensor() const {
-  if (vocab_slots.empty()) return at::scalar_tensor(size, at::kLong);
-  return at::tensor(vocab_slots, at::kLong);
-}
-
 std::vector<int64_t> audit_length_schedule(int64_t L) {
   std::vector<int64_t> out{L};
   if (L - 1 >= 2) out.push_back(L - 1);
@@ -183,6 +161,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   r.window = opt.window;
   r.lengths_why = opt.lengths_why;
   r.target = target.describe();
+  r.device = target.device().str();
   r.weights_sha256 = target.weights_hash();
   const std::vector<int64_t> lens = opt.seq_lens.empty() ? audit_length_schedule(opt.seq_len) : opt.seq_lens;
   std::vector<AuditMode> modes;
@@ -384,6 +363,7 @@ nlohmann::json to_json(const AuditResult& r) {
                                               : nlohmann::json(nullptr);
   j["target"] = r.target;
   if (!r.format.empty()) j["format"] = r.format;
+  j["device"] = r.device;
   j["weights_sha256"] = r.weights_sha256;
   j["notes"] = r.notes;
   j["contract"] = {{"lookahead", r.lookahead}, {"window", opt_json(r.window)}};
@@ -484,9 +464,9 @@ std::string summarize(const AuditResult& r) {
     else
       others += "; " + headline_name(v, r);
   }
-  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s){}\n",
+  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s{}){}\n",
                               r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
-                              r.precision, r.seconds, others);
+                              r.precision, r.seconds, r.device == "cpu" ? "" : ", on " + r.device, others);
   if (r.leak_horizon > 0 && r.effect_at_horizon) {
     s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold,
                      *r.effect_at_horizon);

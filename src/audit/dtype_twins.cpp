@@ -10,7 +10,8 @@ at::Tensor DtypeTwins::convert(const std::string& key, const at::Tensor& current
   if (current.scalar_type() == dtype) return current;
   at::Tensor& spare = spare_[key];
   at::Tensor out;
-  if (spare.defined() && spare.scalar_type() == dtype && spare.sizes() == current.sizes() &&
+  if (spare.defined() && spare.scalar_type() == dtype && spare.device() == current.device() &&
+      spare.sizes() == current.sizes() &&
       spare.strides() == current.strides()) {
     spare.copy_(current);
     out = spare;

@@ -128,7 +128,7 @@ class Checker {
     Measured m;
     for (const auto& p : parts_) {
       target_.restore_state();
-      auto d = (steps(p) - y).abs().amax({0, 2}).div(scale).contiguous();  // [L]
+      auto d = (steps(p) - y).abs().amax({0, 2}).div(scale).cpu().contiguous();  // [L], read back
       m.by_position.emplace_back(d.data_ptr<double>(), d.data_ptr<double>() + L);
     }
     // Isolation, on one module: two runs from fresh states, then forward again.

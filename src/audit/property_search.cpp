@@ -139,7 +139,7 @@ class CaseChecker {
   std::optional<Failure> compare(const Case& c, ViolationKind kind, const at::Tensor& a, const at::Tensor& b,
                                  int64_t from, int64_t to, double scale) {
     if (to <= from) return std::nullopt;
-    auto d = (a.narrow(1, from, to - from) - b.narrow(1, from, to - from)).abs().amax({0, 2}).div(scale).contiguous();
+    auto d = (a.narrow(1, from, to - from) - b.narrow(1, from, to - from)).abs().amax({0, 2}).div(scale).cpu().contiguous();
     auto acc = d.accessor<double, 1>();
     Failure f{c, kind, {}, 0.0};
     for (int64_t i = 0; i < to - from; ++i)

@@ -114,6 +114,8 @@ void add_audit_options(po::options_description& desc) {
       ("suite", po::value<std::string>(), "suite of control models (JSON)")
       ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len; a model file exported at one length: that length)")
       ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
+      ("device", po::value<std::string>()->default_value("cpu"),
+       "cpu | cuda | cuda:N: where the model runs and is probed (its float64 decisions too; TF32 off)")
       ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
       ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
       ("seed", po::value<Unsigned64>()->default_value(Unsigned64{1234}, "1234"), "seed for probes (and untrained weights)")
@@ -244,6 +246,9 @@ int audit_main(int argc, char** argv) {
     const ShardedAuditScope sharded;
 
     AuditOptions opt = audit_options_from(vm);
+    opt.device = vm["device"].as<std::string>();
+    parse_audit_device(opt.device);  // one line now, before any model is read
+    const ExactCudaMath exact_math;
     if (vm.count("property")) {
       opt.property_cases = vm["property"].as<int64_t>();
       if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
@@ -270,6 +275,7 @@ int audit_main(int argc, char** argv) {
     if (vm.count("suite")) return run_suite(vm["suite"].as<std::string>(), opt, json_path);
 
     std::unique_ptr<AuditTarget> target = make_target(vm, opt);
+    place_on_device(*target, opt.device);
     if (vm.count("seq-lens")) opt.seq_lens = parse_int_list(vm["seq-lens"].as<std::string>(), "--seq-lens");
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));

@@ -15,6 +15,7 @@ BuiltinLmTarget::BuiltinLmTarget(LanguageModel model, std::string output, std::s
   if (output_ != "logits" && output_ != "hidden")
     throw InputError(fmt::format("audit output must be logits or hidden, got '{}'", output_));
   dtype_ = model_->parameters().front().scalar_type();
+  device_ = model_->parameters().front().device();
 }
 
 std::string BuiltinLmTarget::describe() const {
@@ -30,7 +31,7 @@ InputSpec BuiltinLmTarget::input() const {
   return s;
 }
 
-at::Tensor BuiltinLmTarget::embed(const at::Tensor& x) { return model_->embed_tokens(x); }
+at::Tensor BuiltinLmTarget::embed(const at::Tensor& x) { return model_->embed_tokens(x.to(device_)); }
 
 at::Tensor BuiltinLmTarget::forward_from_embedding(const at::Tensor& e) {
   auto hidden = model_->hidden_from_embeddings(e);
@@ -41,6 +42,13 @@ at::Tensor BuiltinLmTarget::forward(const at::Tensor& x) { return forward_from_e
 
 void BuiltinLmTarget::set_train(bool train) { model_->train(train); }
 bool BuiltinLmTarget::is_training() const { return model_->is_training(); }
+
+bool BuiltinLmTarget::to_device(const c10::Device& device, std::string*) {
+  model_->to(device);
+  device_ = device;
+  twins_.clear();  // copies kept on the old device
+  return true;
+}
 
 bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
   // What model_->to(dtype) does (every floating parameter and buffer, set_data), through the
@@ -59,22 +67,24 @@ std::vector<at::Tensor> BuiltinLmTarget::jitter_parameters() { return model_->pa
 namespace {
 class BuiltinRun : public IncrementalRun {
  public:
-  BuiltinRun(LanguageModel model, bool logits) : model_(std::move(model)), logits_(logits), state_(model_->init_state()) {}
+  BuiltinRun(LanguageModel model, bool logits, c10::Device device)
+      : model_(std::move(model)), logits_(logits), device_(device), state_(model_->init_state()) {}
   // ids [B, n] -> hidden [B, n, d] or logits [B, n, V], as the target's forward.
   at::Tensor step(const at::Tensor& ids) override {
-    auto h = model_->step_hidden(ids, state_);
+    auto h = model_->step_hidden(ids.to(device_), state_);
     return logits_ ? model_->head(h) : h;
   }
 
  private:
   LanguageModel model_;
   bool logits_;
+  c10::Device device_;
   LmState state_;
 };
 }  // namespace
 
 std::unique_ptr<IncrementalRun> BuiltinLmTarget::start_incremental(int64_t) {
-  return std::make_unique<BuiltinRun>(model_, output_ == "logits");
+  return std::make_unique<BuiltinRun>(model_, output_ == "logits", device_);
 }
 
 std::vector<RedrawnTensor> BuiltinLmTarget::redraw_zero_parameters(uint64_t seed) {

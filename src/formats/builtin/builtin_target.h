@@ -22,6 +22,8 @@ class BuiltinLmTarget : public AuditTarget {
   std::string describe() const override;
   InputSpec input() const override;
   at::Tensor forward(const at::Tensor& x) override;
+  c10::Device device() const override { return device_; }
+  bool to_device(const c10::Device& device, std::string* why) override;
   void set_train(bool train) override;
   bool is_training() const override;
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
@@ -44,6 +46,7 @@ class BuiltinLmTarget : public AuditTarget {
   std::string output_;
   std::string known_hash_;
   at::ScalarType dtype_;
+  c10::Device device_ = c10::Device(c10::kCPU);
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // name, the zeros it held
   DtypeTwins twins_;  // the model's tensors in the other dtype (to_dtype)
 };

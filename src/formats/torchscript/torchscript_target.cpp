@@ -102,7 +102,10 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
   };
   try {
     torch::jit::Kwargs kwargs;
-    for (auto& [name, value] : signature_.arguments(x)) kwargs.emplace(name, std::move(value));
+    for (auto& [name, value] : signature_.arguments(x)) {
+      if (value.isTensor() && value.toTensor().device() != device_) value = value.toTensor().to(device_);
+      kwargs.emplace(name, std::move(value));
+    }
     return active_->get_method("forward")({}, kwargs);
   } catch (const c10::Error& e) {
     throw failed(first_meaningful_line(e.what_without_backtrace()));
@@ -183,6 +186,21 @@ void promote_block(torch::jit::Block* block, torch::jit::Graph& g, Promoted& n) 
 }
 }  // namespace
 
+bool TorchScriptTarget::to_device(const c10::Device& device, std::string* why) {
+  try {
+    module_->to(device);
+    if (module64_) module64_->to(device);
+    for (auto& [name, v] : state_)
+      if (v.isTensor()) v = v.toTensor().to(device);
+    twins_.clear();  // copies kept on the old device
+    device_ = device;
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = first_meaningful_line(e.what());
+    return false;
+  }
+}
+
 bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
   try {
     if (module64_) {  // promoted: float64 runs the promoted copy, the own dtype the original
@@ -216,6 +234,7 @@ bool TorchScriptTarget::promote_float32_constants(std::string* what) {
       }
     if (n.tensors + n.dtypes == 0) return false;
     convert_floating(*copy, at::kDouble, nullptr);
+    if (!device_.is_cpu()) copy->to(device_);
     copy->train(active_->is_training());
     convert_floating(*module_, own_dtype_, &twins_);  // the original goes back to its own dtype, exactly
     module64_ = std::move(copy);
@@ -255,13 +274,14 @@ namespace {
 // One run of a module's step from its init_state (formats/torchscript/incremental_api.h).
 class TorchScriptRun : public IncrementalRun {
  public:
-  TorchScriptRun(torch::jit::Module& m, std::string path, int64_t batch) : m_(m), path_(std::move(path)) {
+  TorchScriptRun(torch::jit::Module& m, std::string path, int64_t batch, c10::Device device)
+      : m_(m), path_(std::move(path)), device_(device) {
     state_ = invoke("init_state", {c10::IValue(batch)});
     if (!state_.isTensorList() && !state_.isList())
       throw InputError(fmt::format("{}: init_state did not return a List[Tensor]", path_));
   }
   at::Tensor step(const at::Tensor& x) override {
-    const c10::IValue out = invoke("step", {c10::IValue(x), state_});
+    const c10::IValue out = invoke("step", {c10::IValue(x.to(device_)), state_});
     if (!out.isTuple() || out.toTupleRef().elements().size() != 2 || !out.toTupleRef().elements()[0].isTensor())
       throw InputError(fmt::format("{}: step did not return Tuple[Tensor, List[Tensor]]", path_));
     state_ = out.toTupleRef().elements()[1];
@@ -281,13 +301,14 @@ class TorchScriptRun : public IncrementalRun {
   }
   torch::jit::Module& m_;
   std::string path_;
+  c10::Device device_;
   c10::IValue state_;
 };
 }  // namespace
 
 std::unique_ptr<IncrementalRun> TorchScriptTarget::start_incremental(int64_t batch) {
   require_incremental(*this);
-  return std::make_unique<TorchScriptRun>(*active_, path_, batch);
+  return std::make_unique<TorchScriptRun>(*active_, path_, batch, device_);
 }
 
 std::vector<at::Tensor> TorchScriptTarget::jitter_parameters() {

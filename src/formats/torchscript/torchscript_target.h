@@ -27,6 +27,8 @@ class TorchScriptTarget : public ModelFileTarget {
   ~TorchScriptTarget() override;
   std::string describe() const override;
   at::Tensor forward(const at::Tensor& x) override;
+  c10::Device device() const override { return device_; }
+  bool to_device(const c10::Device& device, std::string* why) override;
   void set_train(bool train) override;
   bool is_training() const override;
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
@@ -77,6 +79,7 @@ class TorchScriptTarget : public ModelFileTarget {
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
   at::ScalarType dtype_;
   at::ScalarType own_dtype_ = at::kFloat;
+  c10::Device device_ = c10::Device(c10::kCPU);
 };
 
 }  // namespace grassaudit

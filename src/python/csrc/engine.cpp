@@ -157,6 +157,7 @@ class PyModuleTarget : public ModelFileTarget {
       throw InputError(fmt::format("nn.Module {}: {}", name_, e.what()));
     }
     own_dtype_ = dtype_ = dtype_from_name(adapter_.attr("own_dtype")().cast<std::string>());
+    device_ = c10::Device(adapter_.attr("device_name")().cast<std::string>());
   }
 
   // The Python exception behind `message` (a forward, init_state or step that raised), or None.
@@ -206,6 +207,19 @@ class PyModuleTarget : public ModelFileTarget {
     return true;
   }
   at::ScalarType dtype() const override { return dtype_; }
+  // Where the module is (its first parameter's device): audited there unless device= moves it.
+  c10::Device device() const override { return device_; }
+  bool to_device(const c10::Device& device, std::string* why) override {
+    const std::string failed = guarded([&] { return adapter_.attr("to_device")(device.str()).cast<std::string>(); });
+    if (!failed.empty()) {
+      if (why) *why = failed;
+      return false;
+    }
+    device_ = device;
+    for (auto& [name, v] : state_)  // the recorded state follows the move
+      if (v.isTensor()) v = v.toTensor().to(device);
+    return true;
+  }
   // The CLI's proof, read from the graph torch.jit.script makes of the module's own code (the
   // adapter says when there is none: it does not script, or its code branches on scripting);
   // nullopt, as for any target without a proof, when there is no graph.
@@ -371,6 +385,7 @@ class PyModuleTarget : public ModelFileTarget {
   ModelSignature signature_;
   std::string output_path_;
   at::ScalarType dtype_ = at::kFloat, own_dtype_ = at::kFloat;
+  c10::Device device_ = c10::Device(c10::kCPU);
   std::vector<std::pair<std::string, c10::IValue>> state_;
   bool tracking_ = false, restore_ = false, held_ = false;
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
@@ -466,12 +481,20 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
       only = o["output"].cast<std::string>();
       validate_output_path(*only);
     }
+    const bool device_given = o.contains("device") && !o["device"].is_none();
+    if (device_given) {
+      opt.device = o["device"].cast<std::string>();
+      parse_audit_device(opt.device);  // a device that is not there is the caller's mistake
+    }
     target = std::make_unique<PyModuleTarget>(adapter, inputs, option<int64_t>(o, "time_axis", 1), scale);
+    if (!device_given) opt.device = target->device().str();  // where the module is
   } catch (const InputError& e) {
     return failure("value", e.what());
   }
   try {
     if (opt.incremental) require_incremental(*target);  // refused before any probe, as the CLI does
+    place_on_device(*target, opt.device);  // the module comes back where it was (preserved)
+    const ExactCudaMath exact_math;
     AuditResult result;
     {
       py::gil_scoped_release released;  // taken again by each call into Python

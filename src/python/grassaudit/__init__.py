@@ -156,13 +156,16 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
           batch: int = 32, trials: int = 3, seed: int = 1234, feature_scale: float = 1.0,
           no_gradient_check: bool = False, weights_as_given: bool = False, no_length_check: bool = False,
           no_batch_check: bool = False, no_train_proof: bool = False, property: Optional[int] = None,
-          incremental: bool = False, probe_every_row: bool = False, threads: Optional[int] = 0) -> Report:
+          incremental: bool = False, probe_every_row: bool = False, threads: Optional[int] = 0,
+          device: Union[None, str, torch.device] = None) -> Report:
     """Audits `model` as `grassaudit audit --model FILE` audits a saved one.
 
     inputs: the CLI's --input values ([NAME=]tokens:V | features:C | ones | zeros), one per
     forward argument, matched to forward's signature in order or by NAME. The other keywords are
     the CLI's flags by name (--allow-lookahead K is allow_lookahead=K, --no-length-check is
-    no_length_check=True; seq_lens takes a list or the CLI's "64,32").
+    no_length_check=True; seq_lens takes a list or the CLI's "64,32"). device: where the model runs
+    and is probed ("cpu", "cuda", "cuda:N", a torch.device); None audits it where it is (its first
+    parameter's device).
 
     The model comes back as it was given: parameters and buffers bit for bit, dtype, device,
     train/eval mode, requires_grad flags, attributes, and torch's RNG state; also when the audit
@@ -185,7 +188,8 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
         no_gradient_check=bool(no_gradient_check), weights_as_given=bool(weights_as_given),
         no_length_check=bool(no_length_check), no_batch_check=bool(no_batch_check),
         no_train_proof=bool(no_train_proof), property=None if property is None else int(property),
-        incremental=bool(incremental), probe_every_row=bool(probe_every_row))
+        incremental=bool(incremental), probe_every_row=bool(probe_every_row),
+        device=None if device is None else str(device))
     if threads is not None and int(threads) < 0:
         raise ValueError(f"--threads must be >= 0 (0 = all cores), got {threads}")
     with preserved(model, threads=threads or None):

@@ -84,6 +84,21 @@ class ModuleAdapter:
     def own_dtype(self) -> str:
         return _NAMES.get(self.own, "float32")
 
+    def device_name(self) -> str:
+        return str(self.device)
+
+    def to_device(self, name: str) -> str:
+        """Moves the module (and its copies in other dtypes) to device `name`: "" when done, else why not."""
+        try:
+            device = torch.device(name)
+            self.model.to(device)
+            for c in self.copies.values():
+                c.to(device)
+        except Exception as e:  # noqa: BLE001 -- any failure means: it does not run there
+            return last_line(e)
+        self.device = device
+        return ""
+
     def call(self, kwargs: Dict[str, torch.Tensor]) -> Any:
         if self.device.type != "cpu":
             kwargs = {k: v.to(self.device) for k, v in kwargs.items()}
