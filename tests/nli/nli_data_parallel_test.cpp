@@ -70,7 +70,14 @@ TEST(TrainNliDataParallel, TwoRanksTrainLikeOneProcess) {
       const double x = a[i]["loss"].get<double>(), y = b[i]["loss"].get<double>();
       worst = std::max(worst, std::abs(x - y) / std::abs(x));
       EXPECT_LE(std::abs(x - y), 1e-4 * std::abs(x)) << head << " record " << i << ": " << y << " vs " << x;
-      if (a[i]["type"] == "eval") EXPECT_EQ(a[i]["accuracy"], b[i]["accuracy"]) << head << " record " << i;
+      // The two runs' weights agree to the losses' 1e-4, not bit for bit (the ranks sum their
+      // gradients in another order), so an example whose two top classes are nearly tied may
+      // flip: at most one example of the split, on any CPU.
+      if (a[i]["type"] == "eval") {
+        const double n = std::max(1.0, a[i].value("examples", 1.0));
+        EXPECT_LE(std::abs(a[i]["accuracy"].get<double>() - b[i]["accuracy"].get<double>()), 1.0 / n + 1e-12)
+            << head << " record " << i;
+      }
     }
     std::cerr << head << ": worst relative loss difference " << worst << "\n";
     EXPECT_EQ(json::parse(nli_testing::read_text(two + "/summary.json"))["world_size"], 2);

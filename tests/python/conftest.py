@@ -28,7 +28,28 @@ def cli() -> str:
     if cli_torch and cli_torch.split(".")[:2] != torch.__version__.split("+")[0].split(".")[:2]:
         pytest.skip(f"the CLI is built with LibTorch {cli_torch}, this Python has torch {torch.__version__}: "
                     "equal reports need the same torch")
+    # The same torch version is not the same arithmetic: a pip torch runs MKL, the CLI the system's
+    # OpenBLAS. Equal reports need this process to run an OpenBLAS too (cli_env then gives the CLI
+    # its kernel family).
+    from grassaudit import _blas
+    if _blas.core() is None:
+        pytest.skip("this Python's torch does not run OpenBLAS, the CLI's BLAS: equal reports need the same kernels")
     return path
+
+
+def cli_env(threads: int) -> dict:
+    """The environment the CLI runs in beside this process: its own, at `threads` threads, and
+    OpenBLAS's kernel family set to the one this process runs. The CLI picks a better family when
+    OpenBLAS's detection falls short of the CPU (src/cli/main.cpp); this process cannot (OpenBLAS
+    reads OPENBLAS_CORETYPE when it loads), so on such a CPU (an Intel Xeon that 0.3.21 reports as
+    Prescott) the two would run different GEMM kernels, whose results differ in the last bits. A
+    family the user set wins in the CLI, so the two run the same kernels on any CPU."""
+    from grassaudit import _blas
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    core = _blas.core()
+    if core:
+        env["OPENBLAS_CORETYPE"] = core
+    return env
 
 
 @pytest.fixture(autouse=True)

@@ -2,11 +2,29 @@
 brute-force expectation: the generator re-derives every verdict and horizon by brute force on the
 saved file and refuses to write one that disagrees, and the eager module built with the same seed
 has the same weights."""
+import json
+import os
+import re
+
 import pytest
 import torch
 
 import grassaudit
 import make_audit_controls as controls
+
+
+def _major_minor(version: str) -> str:
+    m = re.search(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else ""
+
+
+# rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of the
+# PyTorch that made the controls (the suite's "producer"), not about the model; compared on that
+# major.minor only, as the suite runner does (src/audit/audit_suite.cpp).
+_SUITE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "audits",
+                      "controls.json")
+with open(_SUITE) as f:
+    _SAME_KERNELS = _major_minor(json.load(f).get("producer", "")) in ("", _major_minor(torch.__version__))
 
 
 def _cases():
@@ -34,7 +52,7 @@ def test_control(case, builder):
     if horizons:
         assert horizons.get("eval", 0) == case["eval_horizon"], horizons
         assert horizons.get("train", 0) == case["train_horizon"], horizons
-    if case["rounding_only"] is not None:
+    if case["rounding_only"] is not None and _SAME_KERNELS:
         assert got["rounding_only"] == case["rounding_only"]
     if case["violations"] is not None:
         assert [v["kind"] for v in got["violations"]] == case["violations"]

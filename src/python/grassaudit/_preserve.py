@@ -9,6 +9,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
+from . import _blas
+
 
 def _plain_attributes(m: torch.nn.Module) -> Dict[str, Any]:
     return {k: v for k, v in vars(m).items()
@@ -43,8 +45,10 @@ def preserved(model: torch.nn.Module, threads: Optional[int] = None) -> Iterator
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     grad_enabled = torch.is_grad_enabled()
     num_threads = torch.get_num_threads()
-    if threads is not None:
+    blas_threads = _blas.threads()
+    if threads is not None:  # both pools, as the CLI's --threads sets them
         torch.set_num_threads(int(threads))
+        _blas.set_threads(int(threads))
     try:
         yield
     finally:
@@ -86,3 +90,5 @@ def preserved(model: torch.nn.Module, threads: Optional[int] = None) -> Iterator
             torch.cuda.set_rng_state_all(cuda_rng)
         torch.set_grad_enabled(grad_enabled)
         torch.set_num_threads(num_threads)
+        if blas_threads is not None:
+            _blas.set_threads(blas_threads)
