@@ -40,13 +40,14 @@ compile() {  # compile OBJS_VAR SRC... : compiles what is stale, appends every o
   done
 }
 objs=()
-compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/formats/torch/zip_reader.cpp
+compile objs "$ROOT"/src/util/*.cpp "$ROOT"/src/text/*.cpp "$ROOT"/src/formats/torch/zip_reader.cpp \
+  "$ROOT"/src/formats/graph/slot_lifetimes.cpp
 torch_objs=()
 compile torch_objs "$ROOT"/src/formats/torch/weights_unpickler.cpp "$ROOT"/src/formats/export/exported_program.cpp \
-  "$ROOT"/src/formats/export/export_*.cpp "$ROOT"/src/formats/graph/slot_lifetimes.cpp "$ROOT"/src/formats/torch/torch2_ops.cpp
+  "$ROOT"/src/formats/export/export_*.cpp "$ROOT"/src/formats/torch/torch2_ops.cpp
 onnx_objs=()  # the reader without its audit targets (onnx_target, streaming_program)
 compile onnx_objs "$ROOT"/src/formats/onnx/onnx_program.cpp "$ROOT"/src/formats/onnx/onnx_op.cpp \
-  "$ROOT"/src/formats/onnx/onnx_ops_*.cpp "$ROOT"/src/formats/onnx/onnx_tensor.cpp "$ROOT"/src/formats/graph/slot_lifetimes.cpp
+  "$ROOT"/src/formats/onnx/onnx_ops_*.cpp "$ROOT"/src/formats/onnx/onnx_tensor.cpp
 wait
 for t in "$ROOT"/scripts/fuzz/fuzz_*.cpp; do
   name="$(basename "$t" .cpp)"

@@ -337,10 +337,17 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   Repeat out;
   target_.snapshot_state(/*restore=*/false);
   if (train) at::manual_seed(seed);
-  auto rng = at::detail::getDefaultCPUGenerator();
+  // The default generator of the CPU and, on another device, that device's: where a model's
+  // forward draws its noise.
+  std::vector<at::Generator> rngs{at::detail::getDefaultCPUGenerator()};
+  if (!target_.device().is_cpu()) rngs.push_back(at::globalContext().defaultGenerator(target_.device()));
   const auto rng_state = [&] {
-    std::lock_guard<std::mutex> lock(rng.mutex());
-    return rng.get_state();
+    std::vector<at::Tensor> states;
+    for (auto& rng : rngs) {
+      std::lock_guard<std::mutex> lock(rng.mutex());
+      states.push_back(rng.get_state());
+    }
+    return at::cat(states);
   };
   const auto before = rng_state();
   auto y1 = run(x.clone());
@@ -470,13 +477,18 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
 
 std::string Prober::try_forward(int64_t L) {
   at::NoGradGuard no_grad;
+  // Eval mode, whatever the probe before it left: the test is of the arithmetic, not of a mode.
+  const bool training = target_.is_training();
+  target_.set_train(false);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "forward", L));
+  std::string failed;
   try {
     run(random_inputs(1, L, gen));
   } catch (const InputError& e) {
-    return e.what();
+    failed = e.what();
   }
-  return {};
+  target_.set_train(training);
+  return failed;
 }
 
 // Eval mode, trials pairs of [1, L(, C)] sequences that differ only before L/2.

@@ -12,8 +12,8 @@
 
 namespace grassaudit {
 
-struct EffectTable;  // audit/audit_prober.h (internal to src/audit)
-struct Pass;
+struct EffectTable;  // audit/effect_table.h
+struct Pass;         // audit/audit_prober.h (internal to src/audit)
 
 class ShardedAuditScope {
  public:

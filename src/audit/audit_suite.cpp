@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "audit/audit_refusal.h"
+#include "audit/causality_audit.h"
 #include "audit/checks/check.h"
 #include "audit/incremental_audit.h"
 #include "audit/output_audit.h"

@@ -60,7 +60,6 @@ c10::Device parse_audit_device(const std::string& name) {
 
 void place_on_device(AuditTarget& target, const std::string& name) {
   const c10::Device device = parse_audit_device(name);
-  if (device == target.device()) return;
   std::string why;
   if (!target.to_device(device, &why))
     throw InputError(fmt::format("--device {}: {}", name, why.empty() ? "the target cannot run there" : why));

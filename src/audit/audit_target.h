@@ -122,13 +122,15 @@ class AuditTarget {
 // for any other name, and for CUDA when this build has no CUDA or no GPU is visible.
 c10::Device parse_audit_device(const std::string& name);
 
-// Moves `target` to the device `name` names (parse_audit_device) before an audit; InputError
-// (one line) when the target cannot run there.
+// Moves `target` to the device `name` names (parse_audit_device) before an audit (to_device is
+// called also for the device it is on: a target makes that a no-op); InputError (one line) when
+// the target cannot run there.
 void place_on_device(AuditTarget& target, const std::string& name);
 
 // While alive, CUDA float32 matrix products and convolutions run in IEEE float32 (TF32 off), as
 // every probe and decision of an audit on CUDA must: TF32 rounds inputs to 10 mantissa bits,
 // which would read as effects. The settings before come back at the end. No effect on the CPU.
+// run_causality_audit and run_model_checks hold one for their whole run.
 class ExactCudaMath {
  public:
   ExactCudaMath();

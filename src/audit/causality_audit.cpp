@@ -152,6 +152,7 @@ void validate_audit_options(const AuditOptions& opt) {
 }
 
 AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
+  const ExactCudaMath exact_math;  // every probe and decision in IEEE float32 / float64 (no TF32)
   const auto t0 = Clock::now();
   if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
   validate_audit_options(opt);
@@ -229,6 +230,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
 
 void run_model_checks(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>& output,
                       AuditResult& r) {
+  const ExactCudaMath exact_math;
   for (const auto& check : registered_checks()) {
     if (check->stage() != Check::Stage::kWholeModel || !check->wanted_for_model(opt)) continue;
     struct Metered {  // the check's seconds and forwards, however it ends

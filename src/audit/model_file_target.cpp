@@ -11,7 +11,7 @@
 #include "audit/audit_prober.h"
 #include "util/error.h"
 
-// ModelFileTarget's own members, apart from model_file.cpp's format readers: the Python
+// ModelFileTarget's own members, apart from the readers (src/formats): the Python
 // package's live-module target shares them without compiling any reader.
 namespace grassaudit {
 

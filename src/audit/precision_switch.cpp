@@ -28,6 +28,7 @@ bool PrecisionSwitch::to_float64() {
     return true;
   }
   if (unavailable_) return false;
+  if (tested_ && target_.dtype() == at::kDouble) return true;  // there already: no conversion
   std::string why;
   if (tested_ && convert_counted(target_, at::kDouble, &why)) return true;
   // The one-time cost of deciding in float64 (the first conversion, the forward test, the

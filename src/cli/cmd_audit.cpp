@@ -248,7 +248,6 @@ int audit_main(int argc, char** argv) {
     AuditOptions opt = audit_options_from(vm);
     opt.device = vm["device"].as<std::string>();
     parse_audit_device(opt.device);  // one line now, before any model is read
-    const ExactCudaMath exact_math;
     if (vm.count("property")) {
       opt.property_cases = vm["property"].as<int64_t>();
       if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));

@@ -1,8 +1,9 @@
 // The audit on CUDA against the audit on the CPU (needs a GPU; skipped without one): every case of
 // the controls and signature suites passes on CUDA as on the CPU, with the same verdict, the same
 // horizons and the same leak map cells (which cells moved; the effect sizes are each device's own
-// float32 and float64 arithmetic). Where no GPU is at hand the CPU half runs: a built-in model and
-// a TorchScript file placed on the CPU explicitly audit exactly as without the call.
+// float32 and float64 arithmetic). Where no GPU is at hand the CPU half runs: a TorchScript file
+// placed on the CPU (to_device asked, a no-op for the device it is on) audits exactly as without
+// the call, and CUDA is refused with an InputError that leaves the target where it was.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -61,7 +62,6 @@ TEST(AuditDevice, ControlsAndSignatureSuitesGiveTheCpuAuditOnCuda) {
     SCOPED_TRACE(suite);
     AuditOptions cpu, cuda;
     cuda.device = "cuda";
-    const ExactCudaMath exact;
     const auto a = run_audit_suite(kDir + suite, cpu, open_model_file);
     const auto b = run_audit_suite(kDir + suite, cuda, open_model_file);
     ASSERT_EQ(a.size(), b.size());

@@ -1,5 +1,7 @@
-// audit --device: where the model runs and is probed. On the CPU the plumbing is exercised and
-// changes nothing: --device cpu gives the audit of no flag, field for field (what it spent aside).
+// audit --device: where the model runs and is probed. On the CPU, --device cpu gives the audit of
+// no flag, field for field (what it spent aside): the built-in model is moved to the CPU it is on
+// (LanguageModel::to) and its inputs pass through .to(device); a TorchScript file stays as loaded.
+// What moving to another device does is measured where there is one (tests/audit/test_device.cpp).
 // Where CUDA is not available (a CPU build of LibTorch, or no GPU visible), --device cuda is one
 // line and exit 2 before any model is read, for every kind of target; where it is, a format whose
 // interpreter runs on the CPU only says so in one line.

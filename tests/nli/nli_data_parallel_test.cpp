@@ -74,7 +74,7 @@ TEST(TrainNliDataParallel, TwoRanksTrainLikeOneProcess) {
       // gradients in another order), so an example whose two top classes are nearly tied may
       // flip: at most one example of the split, on any CPU.
       if (a[i]["type"] == "eval") {
-        const double n = std::max(1.0, a[i].value("examples", 1.0));
+        const double n = std::max(1.0, a[i].at("examples").get<double>());
         EXPECT_LE(std::abs(a[i]["accuracy"].get<double>() - b[i]["accuracy"].get<double>()), 1.0 / n + 1e-12)
             << head << " record " << i;
       }

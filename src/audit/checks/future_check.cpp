@@ -54,12 +54,64 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
   return dec.value;
 }
 
+// Without stop_when_leaky every table is decided anyway, so the float64 re-runs wait until every
+// float32 table is in: the target goes to float64 once, not once per table that moved (each
+// switch a pass over the whole model's memory, both ways). Each table is the same rows from the
+// same seeds in either order, so every table, and every fact read from them, is the same bits.
+// Schedule order within each phase; train_from_eval as below.
+DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
+                                   const std::vector<AuditMode>& modes, bool train_from_eval, int64_t* screen_probes) {
+  const at::ScalarType own_dtype = prec.own();
+  DecidedTables d;
+  d.lens_planned = d.lens_run = lens;
+  d.modes_planned = d.modes_run = modes;
+  d.decisive.dtype = own_dtype;
+  auto copied = [&](AuditMode mode) { return mode == AuditMode::kTrain && train_from_eval; };
+  std::vector<std::pair<std::pair<AuditMode, int64_t>, EffectTable>> first;  // float32, in schedule order
+  prec.to_own();
+  for (int64_t len : lens)
+    for (AuditMode mode : modes) {
+      if (copied(mode)) continue;
+      if (screen_probes) {
+        Pass pass;
+        EffectTable s = prober.screen_table(mode, len, pass);
+        *screen_probes += pass.probes;
+        if (s.max() > 0.0) throw ScreenMoved{};
+        d.decisive.tables[{mode, len}] = std::move(s);
+        continue;
+      }
+      first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
+    }
+  for (auto& entry : first) {
+    const auto& key = entry.first;
+    const EffectTable& t32 = entry.second;
+    const double moved = t32.max();
+    const bool own64 = prec.own() == at::kDouble;
+    auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
+                                            [&] { return prober.rerun_nonzero(key.first, t32, d.decisive); });
+    if (moved > 0.0) {
+      d.threshold = dec.threshold;
+      if (dec.float64 && !own64)
+        d.decisive.dtype = at::kDouble;  // the re-run counted its probes and effects into d.decisive
+      else
+        d.decisive.max_effect = std::max(d.decisive.max_effect, moved);  // the screen decides
+    }
+    d.decisive.tables[key] = std::move(dec.value);
+  }
+  for (int64_t len : lens)
+    for (AuditMode mode : modes)
+      if (copied(mode)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+  if (prec.unavailable()) d.decisive.dtype = own_dtype;
+  return d;
+}
+
 // Table by table, lengths outer and modes inner (both modes of the main length come first), each
 // decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
 // train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
 DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                                  const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
                                  bool train_from_eval, int64_t* screen_probes) {
+  if (!opt.stop_when_leaky) return decide_float32_first(prec, prober, lens, modes, train_from_eval, screen_probes);
   const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = lens;

@@ -187,9 +187,16 @@ void promote_block(torch::jit::Block* block, torch::jit::Graph& g, Promoted& n) 
 }  // namespace
 
 bool TorchScriptTarget::to_device(const c10::Device& device, std::string* why) {
+  if (device == device_) return true;
+  // Module::to moves parameters and buffers only; the graphs' tensor constants and plain tensor
+  // attributes stay where the file put them. Loading the file again mapped to the device moves
+  // everything (before any audit: nothing of this module has changed since it was loaded).
   try {
-    module_->to(device);
-    if (module64_) module64_->to(device);
+    auto moved = std::make_unique<torch::jit::Module>(torch::jit::load(path_, device));
+    moved->train(active_->is_training());
+    module_ = std::move(moved);
+    module64_.reset();  // promoted again, on the device, if the float64 forward needs it
+    active_ = module_.get();
     for (auto& [name, v] : state_)
       if (v.isTensor()) v = v.toTensor().to(device);
     twins_.clear();  // copies kept on the old device
@@ -225,7 +232,7 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
 bool TorchScriptTarget::promote_float32_constants(std::string* what) {
   if (module64_) return false;  // tried already
   try {
-    auto copy = std::make_unique<torch::jit::Module>(torch::jit::load(path_));
+    auto copy = std::make_unique<torch::jit::Module>(torch::jit::load(path_, device_));
     Promoted n;
     for (const auto& sub : copy->modules())
       for (const auto& method : sub.get_methods()) {
@@ -234,7 +241,6 @@ bool TorchScriptTarget::promote_float32_constants(std::string* what) {
       }
     if (n.tensors + n.dtypes == 0) return false;
     convert_floating(*copy, at::kDouble, nullptr);
-    if (!device_.is_cpu()) copy->to(device_);
     copy->train(active_->is_training());
     convert_floating(*module_, own_dtype_, &twins_);  // the original goes back to its own dtype, exactly
     module64_ = std::move(copy);
@@ -411,12 +417,12 @@ void TorchScriptTarget::restore_redrawn_parameters() {
 std::string TorchScriptTarget::weights_hash() {
   Sha256 h;
   for (const auto& p : module_->named_parameters()) {
-    auto c = p.value.detach().contiguous();
+    auto c = p.value.detach().cpu().contiguous();  // the bytes, wherever the module runs
     h.update(p.name.data(), p.name.size());
     h.update(c.data_ptr(), c.numel() * c.element_size());
   }
   for (const auto& b : module_->named_buffers()) {
-    auto c = b.value.detach().contiguous();
+    auto c = b.value.detach().cpu().contiguous();
     h.update(b.name.data(), b.name.size());
     h.update(c.data_ptr(), c.numel() * c.element_size());
   }

@@ -494,7 +494,6 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
   try {
     if (opt.incremental) require_incremental(*target);  // refused before any probe, as the CLI does
     place_on_device(*target, opt.device);  // the module comes back where it was (preserved)
-    const ExactCudaMath exact_math;
     AuditResult result;
     {
       py::gil_scoped_release released;  // taken again by each call into Python
