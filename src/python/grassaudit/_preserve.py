@@ -19,7 +19,8 @@ def _plain_attributes(m: torch.nn.Module) -> Dict[str, Any]:
 
 
 @contextlib.contextmanager
-def preserved(model: torch.nn.Module, threads: Optional[int] = None) -> Iterator[None]:
+def preserved(model: torch.nn.Module, threads: Optional[int] = None, cuda: bool = False) -> Iterator[None]:
+    """`cuda`: the audit runs on a CUDA device, whose generators its train-mode passes reseed."""
     modules = list(model.named_modules(remove_duplicate=False))
     training = [(m, m.training) for _, m in modules]
     params: List[Tuple[torch.nn.Parameter, torch.Tensor, torch.Tensor, bool]] = []
@@ -42,7 +43,8 @@ def preserved(model: torch.nn.Module, threads: Optional[int] = None) -> Iterator
         attributes.append((m, dict(m._buffers), {k: (v, v.detach().clone() if isinstance(v, torch.Tensor) else None)
                                                  for k, v in plain.items()}))
     rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    cuda_rng = (torch.cuda.get_rng_state_all()
+                if torch.cuda.is_available() and (cuda or torch.cuda.is_initialized()) else None)
     grad_enabled = torch.is_grad_enabled()
     num_threads = torch.get_num_threads()
     blas_threads = _blas.threads()
