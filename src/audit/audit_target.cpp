@@ -39,14 +39,15 @@ bool AuditTarget::to_device(const c10::Device& device, std::string* why) {
 }
 
 c10::Device parse_audit_device(const std::string& name) {
+  const InputError unknown(fmt::format("--device must be cpu, cuda or cuda:N, got '{}'", name));
   c10::Device device(c10::kCPU);
   try {
     device = c10::Device(name);
   } catch (const std::exception&) {
-    throw InputError(fmt::format("--device must be cpu, cuda or cuda:N, got '{}'", name));
+    throw unknown;
   }
   if (device.is_cpu()) return device;
-  if (!device.is_cuda()) throw InputError(fmt::format("--device must be cpu, cuda or cuda:N, got '{}'", name));
+  if (!device.is_cuda()) throw unknown;
   if (!torch::cuda::is_available())
     throw InputError(fmt::format("--device {}: CUDA is not available (this LibTorch build has no CUDA support or no GPU "
                                  "is visible); audit on the CPU (--device cpu)",

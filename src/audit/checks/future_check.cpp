@@ -30,17 +30,10 @@ struct ScreenMoved {};
 // threshold in `d`. `screen`: trial 0's rows first; exact zeros there stand for the table,
 // anything else throws ScreenMoved (nothing but screen passes has run by then).
 // screen_probes (not null: screening) counts the screen's rows.
-EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d,
-                         int64_t* screen_probes) {
-  prec.to_own();
-  if (screen_probes) {
-    Pass pass;
-    EffectTable s = prober.screen_table(mode, len, pass);
-    *screen_probes += pass.probes;
-    if (s.max() > 0.0) throw ScreenMoved{};
-    return s;
-  }
-  const EffectTable t32 = prober.probe_table(mode, len, d.first);
+// The float32 table `t32` of (mode, t32.L) decided: exact zeros stand; otherwise the float64
+// re-run of the cuts that moved. Sets the decisive precision and threshold in `d`.
+EffectTable decide_probed(PrecisionSwitch& prec, Prober& prober, AuditMode mode, const EffectTable& t32,
+                          DecidedTables& d) {
   const double moved = t32.max();
   const bool own64 = prec.own() == at::kDouble;
   auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
@@ -52,6 +45,23 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
   else
     d.decisive.max_effect = std::max(d.decisive.max_effect, moved);  // the screen decides
   return dec.value;
+}
+
+// Trial 0's rows of (mode, len) in the target's own dtype (the screen); ScreenMoved when anything
+// moved. screen_probes counts its rows.
+EffectTable screened_table(Prober& prober, AuditMode mode, int64_t len, int64_t* screen_probes) {
+  Pass pass;
+  EffectTable s = prober.screen_table(mode, len, pass);
+  *screen_probes += pass.probes;
+  if (s.max() > 0.0) throw ScreenMoved{};
+  return s;
+}
+
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d,
+                         int64_t* screen_probes) {
+  prec.to_own();
+  if (screen_probes) return screened_table(prober, mode, len, screen_probes);
+  return decide_probed(prec, prober, mode, prober.probe_table(mode, len, d.first), d);
 }
 
 // Without stop_when_leaky every table is decided anyway, so the float64 re-runs wait until every
@@ -72,32 +82,12 @@ DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const 
   for (int64_t len : lens)
     for (AuditMode mode : modes) {
       if (copied(mode)) continue;
-      if (screen_probes) {
-        Pass pass;
-        EffectTable s = prober.screen_table(mode, len, pass);
-        *screen_probes += pass.probes;
-        if (s.max() > 0.0) throw ScreenMoved{};
-        d.decisive.tables[{mode, len}] = std::move(s);
-        continue;
-      }
-      first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
-    }
-  for (auto& entry : first) {
-    const auto& key = entry.first;
-    const EffectTable& t32 = entry.second;
-    const double moved = t32.max();
-    const bool own64 = prec.own() == at::kDouble;
-    auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
-                                            [&] { return prober.rerun_nonzero(key.first, t32, d.decisive); });
-    if (moved > 0.0) {
-      d.threshold = dec.threshold;
-      if (dec.float64 && !own64)
-        d.decisive.dtype = at::kDouble;  // the re-run counted its probes and effects into d.decisive
+      if (screen_probes)
+        d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
       else
-        d.decisive.max_effect = std::max(d.decisive.max_effect, moved);  // the screen decides
+        first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
     }
-    d.decisive.tables[key] = std::move(dec.value);
-  }
+  for (const auto& [key, t32] : first) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
   for (int64_t len : lens)
     for (AuditMode mode : modes)
       if (copied(mode)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});

@@ -192,9 +192,10 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
         device=None if device is None else str(device))
     if threads is not None and int(threads) < 0:
         raise ValueError(f"--threads must be >= 0 (0 = all cores), got {threads}")
-    on_cuda = (str(device) if device is not None else str(next(model.parameters(), torch.empty(0)).device)).startswith("cuda")
+    adapter = ModuleAdapter(model)
+    on_cuda = (options["device"] or adapter.device_name()).startswith("cuda")
     with preserved(model, threads=threads or None, cuda=on_cuda):
-        got = _engine.run(ModuleAdapter(model), [str(i) for i in inputs], int(seq_len), options)
+        got = _engine.run(adapter, [str(i) for i in inputs], int(seq_len), options)
     if got["ok"]:
         return Report(got["json"], got["summary"])
     kind, message, cause = got["kind"], got["message"], got["cause"]
