@@ -132,8 +132,10 @@ std::string runtime_banner() {
   out << fmt::format("CPU: {}; matrix units: {}\n", machine_description(), cpu_matrix_units(detect_cpu_features()));
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
-  out << fmt::format("OpenMP waiting: OMP_WAIT_POLICY={}{}\n", policy ? policy : "(unset: spinning)",
-                     spin ? std::string(", GOMP_SPINCOUNT=") + spin : "");
+  const char* blas_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  out << fmt::format("OpenMP waiting: OMP_WAIT_POLICY={}{}; OpenBLAS idle workers: OPENBLAS_THREAD_TIMEOUT={}\n",
+                     policy ? policy : "(unset: spinning)", spin ? std::string(", GOMP_SPINCOUNT=") + spin : "",
+                     blas_timeout ? blas_timeout : "(unset: yielding 2^28 cycles)");
   std::string info = at::get_parallel_info();
   std::istringstream lines(info);
   std::string line;

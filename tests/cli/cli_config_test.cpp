@@ -248,17 +248,22 @@ namespace grassaudit::clitest {
 namespace {
 
 // Compute commands run with OMP_WAIT_POLICY=PASSIVE (they re-execute themselves once to set it
-// before libgomp reads it); a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. The banner
-// says which policy is in force.
+// before libgomp reads it), and in that exec with OpenBLAS's idle workers sleeping at once
+// (OPENBLAS_THREAD_TIMEOUT=4); a user's own OMP_WAIT_POLICY, GOMP_SPINCOUNT or
+// OPENBLAS_THREAD_TIMEOUT is kept. The banner says which settings are in force.
 TEST(CliRuntime, OpenMpWaitPolicyIsPassiveUnlessTheUserChose) {
   GRASSAUDIT_CLI_REQUIRE_BINARY();
   TempDir t;
   Cli cli(t);
   const std::vector<std::string> bench{"bench", "--model", "tiny", "--mixer", "past", "--reps", "1", "--warmup",
                                        "0", "--threads", "1"};
-  auto r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", ""}, {"GOMP_SPINCOUNT", ""}});
+  auto r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", ""}, {"GOMP_SPINCOUNT", ""}, {"OPENBLAS_THREAD_TIMEOUT", ""}});
   ASSERT_EQ(r.status, 0) << show(r);
   EXPECT_NE(r.err.find("OMP_WAIT_POLICY=PASSIVE"), std::string::npos) << show(r);
+  EXPECT_NE(r.err.find("OPENBLAS_THREAD_TIMEOUT=4\n"), std::string::npos) << show(r);
+  r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", ""}, {"GOMP_SPINCOUNT", ""}, {"OPENBLAS_THREAD_TIMEOUT", "20"}});
+  ASSERT_EQ(r.status, 0) << show(r);
+  EXPECT_NE(r.err.find("OPENBLAS_THREAD_TIMEOUT=20\n"), std::string::npos) << show(r);
   r = cli.run(bench, 60, {{"OMP_WAIT_POLICY", "active"}});
   ASSERT_EQ(r.status, 0) << show(r);
   EXPECT_NE(r.err.find("OMP_WAIT_POLICY=active"), std::string::npos) << show(r);
