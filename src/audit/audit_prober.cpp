@@ -128,7 +128,7 @@ at::Tensor Prober::max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref) {
 // rows the full pass would (same seed, same fresh draws), which is how the float64 re-run
 // repeats only the cuts that showed something in float32.
 void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
-                   const TableDone& done, bool first_trial_only) {
+                   const TableDone& done, bool first_trial_only, TableParts* parts) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
@@ -186,25 +186,44 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
       scale.push_back(y_base.back().abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300));  // [1]
     }
     const int64_t probes_before = pass.probes;
+    int64_t stopped_at = L;  // the first cut not probed
     for (int64_t r = 0; r < R; ++r) {
-      if (done && r % T == 0 && done(table, cuts[static_cast<size_t>(r / T)])) break;
+      const int64_t c = cuts[static_cast<size_t>(r / T)];
+      if (parts && c < parts->next_cut) continue;  // an earlier part probed it
+      if (done && r % T == 0 && done(table, c)) {
+        stopped_at = c;
+        break;
+      }
       if (!audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
       auto y = seeded_alone(rows.narrow(0, r, 1));
       const auto tr = static_cast<size_t>(r % T);
       record((y - y_base[tr]).abs().amax(-1).to(at::kDouble).div(scale[tr].view({1, 1})).contiguous(), r, 1);
     }
+    if (parts) parts->next_cut = stopped_at;
     audit_reduce_table(table, pass, probes_before);
     return;
   }
-  const int64_t chunk = std::max<int64_t>(1, opt_.batch / T) * T;
+  // The screen reads only whether a row moved: its passes hold no more rows than it has.
+  const int64_t chunk = first_trial_only ? std::min(std::max<int64_t>(1, opt_.batch), R)
+                                         : std::max<int64_t>(1, opt_.batch / T) * T;
   auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
-  auto y_base = seeded_run(base_batch, true);                              // [chunk, L, K]
-  auto scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+  at::Tensor y_base, scale;
+  if (parts && parts->y_base.defined()) {
+    y_base = parts->y_base;
+    scale = parts->scale;
+  } else {
+    y_base = seeded_run(base_batch, true);                              // [chunk, L, K]
+    scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+    if (parts) parts->y_base = y_base, parts->scale = scale;
+  }
   const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
+    const int64_t first_cut = cuts[static_cast<size_t>(start / T)];
+    if (parts && first_cut < parts->next_cut) continue;  // an earlier part probed it
     // Data-parallel, each rank asks with its own part of the table: a part can only end a table
     // later than the whole would, never earlier.
-    if (done && done(table, cuts[static_cast<size_t>(start / T)])) break;
+    if (done && done(table, first_cut)) break;
+    if (parts) parts->next_cut = start + chunk < R ? cuts[static_cast<size_t>((start + chunk) / T)] : L;
     if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
     const int64_t n = std::min(chunk, R - start);
     auto batch = rows.narrow(0, start, n);
@@ -229,15 +248,18 @@ EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side
 }
 
 EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side,
-                               const TableDone& done) {
+                               const TableDone& done, TableParts* parts) {
   EffectTable table = EffectTable::zeros(L);
-  probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false);
+  probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false, parts);
   return table;
 }
 
-EffectTable Prober::screen_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
+EffectTable Prober::screen_table(AuditMode mode, int64_t L, Pass& pass, Side side, int64_t from_cut) {
   EffectTable table = EffectTable::zeros(L);
-  probe(mode, L, table, pass, {}, side, {}, /*first_trial_only=*/true);
+  std::vector<int64_t> cuts;
+  for (int64_t c = std::max<int64_t>(1, from_cut); c < L; ++c) cuts.push_back(c);
+  if (cuts.empty()) return table;
+  probe(mode, L, table, pass, cuts, side, {}, /*first_trial_only=*/true);
   return table;
 }
 
@@ -400,13 +422,30 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   Floor out;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "floor", L));
   const auto x = random_inputs(2, L, gen);  // [2, L(, C)]
-  std::vector<at::Tensor> params, originals, directions;
+  // Per jittered tensor: the parameter, and of the part jittered (all of it, or the rows a forward
+  // of x reads) its original values, directions and a buffer for its jittered values.
+  struct Jittered {
+    at::Tensor p, rows, originals, directions, buffer;
+  };
+  std::vector<Jittered> params;
+  const auto rows_read = target_.jitter_rows_read(x);
   for (auto& p : target_.jitter_parameters()) {
     if (!p.defined() || !at::isFloatingType(p.scalar_type()) || p.numel() == 0) continue;
-    params.push_back(p);
-    originals.push_back(p.detach().clone());
-    // Drawn on the CPU (the audit's generator), the same directions on every device.
-    directions.push_back(at::randn(p.sizes(), gen, p.options().device(at::kCPU).requires_grad(false)).to(p.device()));
+    Jittered j{p.detach(), {}, {}, {}, {}};
+    for (const auto& rr : rows_read)
+      if (rr.parameter.is_same(p)) j.rows = rr.rows;
+    // Drawn on the CPU (the audit's generator) for the whole tensor: the same directions on every
+    // device, and the same draws for the tensors after it whatever part of this one is read.
+    auto directions = at::randn(p.sizes(), gen, p.options().device(at::kCPU).requires_grad(false)).to(p.device());
+    if (j.rows.defined()) {
+      j.originals = j.p.index_select(0, j.rows);
+      j.directions = directions.index_select(0, j.rows);
+      j.buffer = at::empty_like(j.originals);
+    } else {
+      j.originals = j.p.clone();
+      j.directions = std::move(directions);
+    }
+    params.push_back(std::move(j));
   }
   out.tensors = static_cast<int64_t>(params.size());
   out.inputs = in_.kind == InputSpec::Kind::kFeatures;
@@ -418,7 +457,11 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   const auto x_dir = out.inputs ? at::randn(x.sizes(), gen, x.options()) : at::Tensor();
   auto x_jittered = out.inputs ? at::empty_like(x) : at::Tensor();
   auto restore = [&] {
-    for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(originals[i]);
+    for (auto& j : params)
+      if (j.rows.defined())
+        j.p.index_copy_(0, j.rows, j.originals);
+      else
+        j.p.copy_(j.originals);
   };
   // Samples y(k delta), k = -2G .. 2G, along one line; segment g is the five samples centred on
   // c_g = -2G + 2 + 4g (neighbouring segments share an endpoint, no more). Its residual
@@ -443,7 +486,14 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   try {
     for (int k = -K; k <= K; ++k) {
       const double s = k * delta;
-      for (size_t i = 0; i < params.size(); ++i) write_jittered(params[i].detach(), originals[i], directions[i], s);
+      for (auto& j : params) {
+        if (!j.rows.defined()) {
+          write_jittered(j.p, j.originals, j.directions, s);
+          continue;
+        }
+        write_jittered(j.buffer, j.originals, j.directions, s);
+        j.p.index_copy_(0, j.rows, j.buffer);
+      }
       if (out.inputs) write_jittered(x_jittered, x, x_dir, s);
       y[k] = run(out.inputs ? x_jittered : x).to(at::kDouble);
       if (k == 0) scale = std::max(y[0].abs().max().item<double>(), 1e-300);

@@ -91,12 +91,21 @@ class Prober {
   // would probe: true ends the table there (its later cuts stay zero). The passes before are
   // those of the whole table, row for row, so what they measured is the same bits.
   using TableDone = std::function<bool(const EffectTable& so_far, int64_t next_cut)>;
+  // A table probed in parts (`parts`, optional): its base pass runs once and is kept here, and
+  // each call probes on from the first cut the calls before it left (next_cut); a call's `done`
+  // sees its own part's cells. The parts together are the passes of one call, row for row.
+  struct TableParts {
+    at::Tensor y_base, scale;  // the base pass [chunk, L, K] and its rows' scales [chunk]
+    int64_t next_cut = 1;      // the first cut not probed yet (L: none left)
+  };
   EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,
-                         Side side = Side::kFuture, const TableDone& done = {});
-  // The screen: every cut with the first trial's rows only (the same draws as the whole table's
-  // trial 0, passes of --batch rows of that trial). Exact zeros here mean trial 0 moved nothing
-  // at any cut; what the other trials would show is not measured.
-  EffectTable screen_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture);
+                         Side side = Side::kFuture, const TableDone& done = {}, TableParts* parts = nullptr);
+  // The screen: every cut from `from_cut` on with the first trial's rows only (the same draws as
+  // the whole table's trial 0, passes of up to --batch rows of that trial, no more rows than it
+  // has). Exact zeros here mean trial 0 moved nothing at those cuts; what the other trials would
+  // show is not measured. Only whether anything moved is read: a pass of another shape rounds
+  // the rows it moves differently, but moves exactly the rows a pass of any shape moves.
+  EffectTable screen_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture, int64_t from_cut = 1);
   // rerun_cuts of every cut where `first` saw a non-zero effect. A cut that moved nothing at
   // all in float32 has nothing to tell apart: its zeros stand.
   EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side = Side::kFuture);
@@ -174,7 +183,7 @@ class Prober {
   at::Tensor run_alone(const at::Tensor& x);
   // One mode at one length, all trials (the row layout is explained at the definition).
   void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
-             const TableDone& done, bool first_trial_only);
+             const TableDone& done, bool first_trial_only, TableParts* parts = nullptr);
 
   AuditTarget& target_;
   const AuditOptions& opt_;

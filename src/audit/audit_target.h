@@ -81,6 +81,14 @@ class AuditTarget {
   // 1 + O(1e-6) and then restore bit for bit: the model's parameters. Empty (the default): only
   // a features input is jittered.
   virtual std::vector<at::Tensor> jitter_parameters() { return {}; }
+  // Of jitter_parameters(), those a forward of `x` reads only in part: rows (dim 0) `rows`
+  // (int64, on the parameter's device) of `parameter` (the same tensor). The floor jitters only
+  // those rows; the others are never read, so the forwards, and the floor, are the same bits as
+  // with the whole tensor jittered. Empty (the default): every parameter is read whole.
+  struct RowsRead {
+    at::Tensor parameter, rows;
+  };
+  virtual std::vector<RowsRead> jitter_rows_read(const at::Tensor& x) { return {}; }
   // The incremental path: "" when the target has one, else one line saying what is missing.
   virtual std::string incremental_missing() { return "this target has no incremental path"; }
   // A fresh run for `batch` rows (init_state); InputError when there is none.

@@ -11,6 +11,7 @@
 #include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
 #include "audit/dtype_twins.h"
+#include "formats/builtin/builtin_target.h"
 #include "function_target.h"
 
 using namespace grassaudit;
@@ -120,4 +121,125 @@ TEST(AuditCost, TheJsonAndSummarySayWhatTheAuditRan) {
   EXPECT_LT(fut_s * 2, fut_e);
   EXPECT_NE(summarize(screened).find("forward-equivalents of [" + std::to_string(o.batch) + ", 64]"),
             std::string::npos);
+}
+
+namespace {
+// A model that reads its past, with rows that do not mix: y_t = tanh(sum_{k < width} w_k x_{t-k}).
+at::Tensor windowed(const at::Tensor& x, int64_t width) {
+  at::Tensor acc = at::zeros_like(x);
+  for (int64_t k = 0; k < width && k < x.size(1); ++k)
+    acc.narrow(1, k, x.size(1) - k).add_(x.narrow(1, 0, x.size(1) - k), 1.0 / (1.0 + static_cast<double>(k)));
+  return at::tanh(acc);
+}
+}  // namespace
+
+TEST(AuditCost, ATableProbedInPartsIsTheWholeTableRowForRow) {
+  int64_t calls = 0;
+  FunctionTarget t("window 5", 3, [&](const at::Tensor& x, bool) {
+    ++calls;
+    return windowed(x, 5);
+  });
+  const AuditOptions o = grassaudit::testing::audit_options(40, 3);
+  Prober prober(t, o);
+  Pass pass;
+  const EffectTable whole = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast);
+  const int64_t whole_calls = calls;
+  calls = 0;
+  Prober::TableParts parts;
+  const auto first_part = [](const EffectTable&, int64_t next_cut) { return next_cut > 1; };
+  EffectTable merged = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast, first_part, &parts);
+  EXPECT_GT(parts.next_cut, 1);
+  EXPECT_LT(parts.next_cut, 40);
+  const EffectTable rest = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast, {}, &parts);
+  EXPECT_EQ(parts.next_cut, 40);
+  for (int64_t c = 1; c < 40; ++c)
+    for (int64_t t2 = 0; t2 < 40; ++t2) merged.raise(t2, c, rest.at(t2, c));
+  EXPECT_EQ(merged.effect, whole.effect);  // bit for bit
+  EXPECT_EQ(calls, whole_calls);           // one base pass for both parts
+  EXPECT_GT(whole.max(), 0.0);
+}
+
+TEST(AuditCost, ThePrunedPastHorizonIsTheHorizonOfEveryTableDecidedWhole) {
+  // Without a window only the horizon is reported, and tables and float64 re-runs that cannot
+  // raise it are skipped; a window (here one no model exceeds) decides every table whole.
+  struct Case {
+    const char* name;
+    FunctionTarget::Fn fn;
+    int64_t horizon;  // brute force: the farthest input that moves an output (float64 decides the decaying one)
+    bool cheaper;     // pruning skips something
+  };
+  const std::vector<Case> cases{
+      // Reaches 7 back: the length 8 table can raise nothing, and pruning skips it.
+      {"window 8", [](const at::Tensor& x, bool) { return windowed(x, 8); }, 7, true},
+      {"running sum", [](const at::Tensor& x, bool) { return at::cumsum(x, 1); }, 63, false},
+      // Decays by half a step: float32 sees ~24 steps back, float64 ~50 (the re-runs decide).
+      {"decaying", [](const at::Tensor& x, bool) {
+         std::vector<at::Tensor> ys{x.select(1, 0)};
+         for (int64_t i = 1; i < x.size(1); ++i) ys.push_back(ys.back() * 0.5 + x.select(1, i));
+         return at::stack(ys, 1);
+       }, -1, true},
+      {"present only", [](const at::Tensor& x, bool) { return at::sin(x); }, 0, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    FunctionTarget pruned_t(c.name, 3, c.fn), whole_t(c.name, 3, c.fn);
+    AuditOptions o = grassaudit::testing::audit_options(64, 3);
+    o.past_horizon = true;
+    const AuditResult pruned = run_causality_audit(pruned_t, o);
+    o.window = 1000;
+    const AuditResult whole = run_causality_audit(whole_t, o);
+    ASSERT_TRUE(pruned.past_horizon.has_value());
+    EXPECT_EQ(pruned.past_horizon, whole.past_horizon);
+    if (c.horizon >= 0)
+      EXPECT_EQ(*pruned.past_horizon, c.horizon);
+    else  // beyond what float32 sees: float64 decided
+      EXPECT_GT(*pruned.past_horizon, 30);
+    const auto fe = [](const AuditResult& r) {
+      return to_json(r)["forwards"]["by_check"]["past"]["forward_equivalents"].get<double>();
+    };
+    if (c.cheaper)
+      EXPECT_LT(fe(pruned), fe(whole));
+    else
+      EXPECT_LE(fe(pruned), fe(whole));
+  }
+}
+
+TEST(AuditCost, TheFloorJittersOnlyTheTokenRowsAForwardReadsAndGetsTheSameBits) {
+  ModelConfig c;
+  c.mixer = "past";
+  c.vocab_size = 500;
+  c.d_model = 16;
+  c.rank = 4;
+  c.layers = 2;
+  c.max_len = 16;
+  c.d_ff = 32;
+  c.offsets = {1, 2};
+  at::manual_seed(5);
+  LanguageModel lm(c);
+  // The same model, jittered whole: a target that says nothing of the rows it reads.
+  struct Whole : BuiltinLmTarget {
+    using BuiltinLmTarget::BuiltinLmTarget;
+    std::vector<RowsRead> jitter_rows_read(const at::Tensor&) override { return {}; }
+  };
+  BuiltinLmTarget rows_t(lm);
+  const auto x = at::zeros({2, 16}, at::kLong);
+  ASSERT_EQ(rows_t.jitter_rows_read(x).size(), 1u);  // the token table, read at the ids of x
+  EXPECT_EQ(rows_t.jitter_rows_read(x)[0].rows.numel(), 1);
+  const AuditOptions o = grassaudit::testing::audit_options(16, 2);
+  std::vector<at::Tensor> before;
+  for (const auto& p : lm->parameters()) before.push_back(p.detach().clone());
+  ASSERT_TRUE(rows_t.to_dtype(at::kDouble, nullptr));
+  Prober rows_p(rows_t, o);
+  const Prober::Floor by_rows = rows_p.precision_floor(16, 2e-7, 8);
+  ASSERT_TRUE(rows_t.to_dtype(at::kFloat, nullptr));
+  Whole whole_t(lm);
+  ASSERT_TRUE(whole_t.to_dtype(at::kDouble, nullptr));
+  Prober whole_p(whole_t, o);
+  const Prober::Floor whole = whole_p.precision_floor(16, 2e-7, 8);
+  ASSERT_TRUE(whole_t.to_dtype(at::kFloat, nullptr));
+  ASSERT_TRUE(by_rows.measurable);
+  EXPECT_EQ(by_rows.value, whole.value);  // bit for bit
+  EXPECT_EQ(by_rows.tensors, whole.tensors);
+  const auto after = lm->parameters();
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(before[i], after[i].detach())) << i;
 }

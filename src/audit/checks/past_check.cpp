@@ -3,6 +3,10 @@
 // and always when the contract declares a window, whose violation it decides.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include "audit/checks/check.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/json_fields.h"
@@ -21,28 +25,23 @@ class PastCheck : public Check {
     return (run.opt.past_horizon || run.opt.window) && !run.settled();
   }
 
-  // Sets r.past_horizon and run.past_evidence (where it was seen).
+  // Sets r.past_horizon and run.past_evidence (where it was seen). Without a window the evidence
+  // is never reported (it belongs to a window violation), so a probe that cannot raise the
+  // horizon already found is skipped (`prune`); with one, every table is decided whole.
   void run(AuditRun& run) override {
+    const bool prune = !run.opt.window;
     Evidence best;
     int64_t horizon = 0;
     Pass scratch32, scratch64;  // the re-runs' tables, read once each
     for (int64_t len : run.r.seq_lens) {
-      // A length whose longest distance, len - 1, is below the horizon found can change neither
-      // the horizon nor its evidence (which goes to a larger effect only at the same distance).
-      if (len - 1 < horizon) continue;
       for (AuditMode mode : run.probed) {
-        // Cut 1 alone first: the only cut that reaches distance len - 1 (y_{len-1} reading x_0).
-        // When it does, the full table's horizon is len - 1 and its strongest cell at that
-        // distance is this very cell (the same probe rows: rerun_cuts), so the other cuts could
-        // add nothing: a model with an unbounded past costs one pass here instead of L - 1 cuts.
-        bool f64 = false, cut1_moved = false;
-        TableVerdict v = decide(run, mode, len, {1}, f64, scratch32, scratch64, &cut1_moved);
-        // A model that reads its past at all moves at cut 1 (y_D reads x_0 at its distance D);
-        // one that does not (it reads only the present and the future) gets the screen first:
-        // trial 0's rows of every cut, and the whole table only where they moved, as the future
-        // tables' screen (src/audit/README.md says what a screen can miss).
-        if (v.horizon != len - 1 && !(run.opt.screen && !cut1_moved && screened_zero(run, mode, len, scratch32)))
-          v = decide(run, mode, len, {}, f64, scratch32, scratch64);
+        // A table whose longest distance, len - 1, is below the horizon found can change neither
+        // the horizon nor its evidence (which goes to a larger effect only at the same distance);
+        // one that reaches only as far as the horizon can change just the evidence.
+        if (len - 1 < horizon || (prune && len - 1 <= horizon)) break;
+        const std::optional<int64_t> known = prune ? std::optional<int64_t>(horizon) : std::nullopt;
+        bool f64 = false;
+        const TableVerdict v = decide_table(run, mode, len, known, f64, scratch32, scratch64);
         if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
           horizon = v.horizon;
           best = Evidence{};
@@ -81,46 +80,98 @@ class PastCheck : public Check {
   }
 
  private:
-  // One (mode, length) table of the given cuts (empty: every cut), decided: float32 cells of
-  // kPastCertain32 or more are real; cuts whose only evidence beyond that horizon is small are
-  // re-run in float64 (or judged against the float32 floor threshold when float64 is unavailable).
-  // Trial 0's rows of the (mode, len) past table, every cut, in the target's own dtype: true when
-  // no output moved at all.
-  static bool screened_zero(AuditRun& run, AuditMode mode, int64_t len, Pass& scratch) {
+  // Trial 0's rows of the (mode, len) past table, every cut from `from_cut` on, in the target's own
+  // dtype: true when no output moved at all.
+  static bool screened_zero(AuditRun& run, AuditMode mode, int64_t len, int64_t from_cut, Pass& scratch) {
     run.prec.to_own();
-    return run.prober.screen_table(mode, len, scratch, Side::kPast).max() == 0.0;
+    return run.prober.screen_table(mode, len, scratch, Side::kPast, from_cut).max() == 0.0;
   }
 
-  // `moved`: whether any cell of the float32 (own dtype) table is non-zero.
-  static TableVerdict decide(AuditRun& run, AuditMode mode, int64_t len, const std::vector<int64_t>& only, bool& f64,
-                             Pass& scratch32, Pass& scratch64, bool* moved = nullptr) {
+  // One (mode, length) table, decided, in two parts of the same passes (Prober::TableParts).
+  // First the part holding cut 1, judged on cut 1 alone: the only cut that reaches distance
+  // len - 1 (y_{len-1} reading x_0). When it does, the full table's horizon is len - 1 and its
+  // strongest cell at that distance is this very cell, so the other cuts could add nothing: a
+  // model with an unbounded past costs one pass here instead of L - 1 cuts. A model that reads
+  // its past at all moves at cut 1 (y_D reads x_0 at its distance D); one that moved nothing in
+  // the first part (it reads only the present and the future) gets the screen: trial 0's rows of
+  // every cut after it, and the whole table only where they moved, as the future tables' screen
+  // (src/audit/README.md says what a screen can miss). Otherwise the rest of the table, and the
+  // decision on all of it.
+  // `known` (pruning): the horizon other tables proved; cells at or within it can raise nothing.
+  static TableVerdict decide_table(AuditRun& run, AuditMode mode, int64_t len, std::optional<int64_t> known,
+                                   bool& f64, Pass& scratch32, Pass& scratch64) {
     PrecisionSwitch& prec = run.prec;
     prec.to_own();
-    f64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
-    const double certain = f64 ? prec.horizon_threshold() : kPastCertain32;
+    const bool own64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
+    const double certain = own64 ? prec.horizon_threshold() : kPastCertain32;
+    Prober::TableParts parts;
+    const auto first_part = [](const EffectTable&, int64_t next_cut) { return next_cut > 1; };
+    const EffectTable first = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, first_part, &parts);
+    EffectTable cut1 = EffectTable::zeros(len);
+    for (int64_t t = 1; t < len; ++t) cut1.raise(t, 1, first.at(t, 1));
+    const TableVerdict v1 = decide(run, mode, len, cut1, known, certain, own64, f64, scratch64);
+    if (v1.horizon == len - 1) return v1;
+    if (parts.next_cut >= len) {  // the first part was the whole table
+      prec.to_own();
+      return decide(run, mode, len, first, known, certain, own64, f64, scratch64);
+    }
+    if (run.opt.screen && first.max() == 0.0 && screened_zero(run, mode, len, parts.next_cut, scratch32)) return v1;
     // Cuts in ascending order: cut c reaches at most distance len - c, so once that is below the
     // horizon the cells already probed prove, no later cut can raise the horizon or hold a cell at
-    // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at).
+    // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at);
+    // pruning, once it is at most the larger of that and `known`.
+    prec.to_own();
+    const int64_t first_h = grassaudit::judge(first, certain, Side::kPast).horizon;
     const Prober::TableDone beyond_reach = [&](const EffectTable& so_far, int64_t next_cut) {
-      return len - next_cut < grassaudit::judge(so_far, certain, Side::kPast).horizon;
+      const int64_t h = std::max(first_h, grassaudit::judge(so_far, certain, Side::kPast).horizon);
+      return known ? len - next_cut <= std::max(h, *known) : len - next_cut < h;
     };
-    const EffectTable t32 =
-        run.prober.rerun_cuts(mode, len, only, scratch32, Side::kPast, only.empty() ? beyond_reach : Prober::TableDone{});
-    if (moved) *moved = t32.max() > 0.0;
-    const TableVerdict v = grassaudit::judge(t32, certain, Side::kPast);
-    if (f64) return v;
-    std::vector<int64_t> cuts;
+    EffectTable t32 = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, beyond_reach, &parts);
     for (int64_t c = 1; c < len; ++c)
+      for (int64_t t = c; t < len; ++t) t32.raise(t, c, first.at(t, c));
+    return decide(run, mode, len, t32, known, certain, own64, f64, scratch64);
+  }
+
+  // The float32 (own dtype) cells `t32` of a table decided (own64: a float64 target, whose own
+  // cells decide against its floor; f64: set to whether float64 decided): cells of `certain` or more are real;
+  // cuts whose only evidence beyond that horizon is small are re-run in float64 (or judged
+  // against the float32 floor threshold when float64 is unavailable). Pruning (`known`), the
+  // re-run covers only small cells beyond max(that horizon, known) and stops once no cut left
+  // holds one beyond the horizon it has proven.
+  static TableVerdict decide(AuditRun& run, AuditMode mode, int64_t len, const EffectTable& t32,
+                             std::optional<int64_t> known, double certain, bool own64, bool& f64, Pass& scratch64) {
+    PrecisionSwitch& prec = run.prec;
+    const TableVerdict v = grassaudit::judge(t32, certain, Side::kPast);
+    f64 = own64;
+    if (own64) return v;
+    // The cuts to re-run and, per cut, its farthest small cell beyond what is proven.
+    const int64_t proven = std::max(v.horizon, known.value_or(-1));
+    std::vector<int64_t> cuts, farthest;
+    for (int64_t c = 1; c < len; ++c) {
+      int64_t far = 0;
       for (int64_t t = c; t < len; ++t) {
         const double e = t32.at(t, c);
-        if (e > 0 && e < kPastCertain32 && cut_distance(Side::kPast, t, c) > v.horizon) {
-          cuts.push_back(c);
-          break;
-        }
+        if (e > 0 && e < kPastCertain32 && cut_distance(Side::kPast, t, c) > proven)
+          far = std::max(far, cut_distance(Side::kPast, t, c));
       }
+      if (far > 0) {
+        cuts.push_back(c);
+        farthest.push_back(far);
+      }
+    }
     if (cuts.empty()) return v;
+    // farthest_from[i]: the farthest small cell of cuts[i] and every cut after it.
+    std::vector<int64_t> farthest_from(farthest.size() + 1, 0);
+    for (size_t i = farthest.size(); i-- > 0;) farthest_from[i] = std::max(farthest[i], farthest_from[i + 1]);
     const auto d = decide_screened<EffectTable>(prec, t32, true, ThresholdKind::kHorizon, [&] {
-      return run.prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast);
+      Prober::TableDone nothing_beyond;
+      if (known)
+        nothing_beyond = [&](const EffectTable& so_far, int64_t next_cut) {
+          const auto i = static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), next_cut) - cuts.begin());
+          const int64_t h = grassaudit::judge(so_far, prec.horizon_threshold(), Side::kPast).horizon;
+          return farthest_from[i] <= std::max(proven, h);
+        };
+      return run.prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast, nothing_beyond);
     });
     f64 = d.float64;
     const TableVerdict small = grassaudit::judge(d.value, d.threshold, Side::kPast);

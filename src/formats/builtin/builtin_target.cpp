@@ -64,6 +64,12 @@ bool BuiltinLmTarget::to_dtype(at::ScalarType dtype, std::string*) {
 
 std::vector<at::Tensor> BuiltinLmTarget::jitter_parameters() { return model_->parameters(); }
 
+std::vector<AuditTarget::RowsRead> BuiltinLmTarget::jitter_rows_read(const at::Tensor& x) {
+  if (output_ != "hidden") return {};
+  const at::Tensor& table = model_->tied_weight();  // [V, d]
+  return {{table, std::get<0>(at::_unique(x.reshape(-1), /*sorted=*/true)).to(table.device())}};
+}
+
 namespace {
 class BuiltinRun : public IncrementalRun {
  public:

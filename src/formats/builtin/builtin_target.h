@@ -33,6 +33,8 @@ class BuiltinLmTarget : public AuditTarget {
   at::Tensor forward_from_embedding(const at::Tensor& e) override;
   std::string weights_hash() override;
   std::vector<at::Tensor> jitter_parameters() override;
+  // The hidden output reads the token table only at the ids of x (the logits read all of it).
+  std::vector<RowsRead> jitter_rows_read(const at::Tensor& x) override;
   // The model's own incremental path (LanguageModelImpl::step_hidden): KV cache / Grassmann buffer.
   std::string incremental_missing() override { return model_->incremental_unsupported(); }
   std::unique_ptr<IncrementalRun> start_incremental(int64_t batch) override;
