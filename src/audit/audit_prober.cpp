@@ -174,17 +174,26 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     return run(x.contiguous(), check_finite_outputs);
   };
 
+  // The base pass and its rows' scales (y [rows, L, K] -> [rows]), run once per table: a table
+  // probed in parts keeps them in `parts`.
+  const auto base_pass = [&](const std::function<at::Tensor()>& run_base) {
+    if (parts && parts->y_base.defined()) return std::make_pair(parts->y_base, parts->scale);
+    at::Tensor y = run_base();
+    at::Tensor sc = y.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);
+    if (parts) parts->y_base = y, parts->scale = sc;
+    return std::make_pair(y, sc);
+  };
+
   if (isolated(mode)) {  // one sequence per pass (as two identical rows: see run_alone)
-    std::vector<at::Tensor> y_base;
-    std::vector<at::Tensor> scale;
     auto seeded_alone = [&](const at::Tensor& x) {
       if (train) at::manual_seed(seed);
       return run_alone(x);
     };
-    for (int64_t tr = 0; tr < T; ++tr) {
-      y_base.push_back(seeded_alone(bases.narrow(0, tr, 1)));
-      scale.push_back(y_base.back().abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300));  // [1]
-    }
+    const auto [y_base, scale] = base_pass([&] {  // [T, L, K]: trial tr's sequence alone
+      std::vector<at::Tensor> ys;
+      for (int64_t tr = 0; tr < T; ++tr) ys.push_back(seeded_alone(bases.narrow(0, tr, 1)));
+      return at::cat(ys, 0);
+    });
     const int64_t probes_before = pass.probes;
     int64_t stopped_at = L;  // the first cut not probed
     for (int64_t r = 0; r < R; ++r) {
@@ -196,8 +205,9 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
       }
       if (!audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
       auto y = seeded_alone(rows.narrow(0, r, 1));
-      const auto tr = static_cast<size_t>(r % T);
-      record((y - y_base[tr]).abs().amax(-1).to(at::kDouble).div(scale[tr].view({1, 1})).contiguous(), r, 1);
+      const int64_t tr = r % T;
+      record((y - y_base.narrow(0, tr, 1)).abs().amax(-1).to(at::kDouble).div(scale.narrow(0, tr, 1).view({1, 1})).contiguous(),
+             r, 1);
     }
     if (parts) parts->next_cut = stopped_at;
     audit_reduce_table(table, pass, probes_before);
@@ -207,15 +217,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   const int64_t chunk = first_trial_only ? std::min(std::max<int64_t>(1, opt_.batch), R)
                                          : std::max<int64_t>(1, opt_.batch / T) * T;
   auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
-  at::Tensor y_base, scale;
-  if (parts && parts->y_base.defined()) {
-    y_base = parts->y_base;
-    scale = parts->scale;
-  } else {
-    y_base = seeded_run(base_batch, true);                              // [chunk, L, K]
-    scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
-    if (parts) parts->y_base = y_base, parts->scale = scale;
-  }
+  const auto [y_base, scale] = base_pass([&] { return seeded_run(base_batch, true); });  // [chunk, L, K], [chunk]
   const int64_t probes_before = pass.probes;
   for (int64_t start = 0; start < R; start += chunk) {
     const int64_t first_cut = cuts[static_cast<size_t>(start / T)];

@@ -95,7 +95,7 @@ class Prober {
   // each call probes on from the first cut the calls before it left (next_cut); a call's `done`
   // sees its own part's cells. The parts together are the passes of one call, row for row.
   struct TableParts {
-    at::Tensor y_base, scale;  // the base pass [chunk, L, K] and its rows' scales [chunk]
+    at::Tensor y_base, scale;  // the base pass [rows, L, K] and its rows' scales [rows]
     int64_t next_cut = 1;      // the first cut not probed yet (L: none left)
   };
   EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,

@@ -249,6 +249,22 @@ at::Tensor stack_steps(const Recurrence& rc, const Ts& ys) {
   return at::stack(ys, 0);
 }
 
+// One direction d of a recurrence from hidden state h: `step(h, t, valid)` gives the hidden state
+// after step t (a step that keeps more state, the LSTM's cell, holds it where `valid` is false
+// itself). The steps run in the direction's order; past a sequence's length the output is zero
+// and the hidden state held. Returns Y [seq, batch, hidden] (stack_steps) and the last state.
+template <class Step>
+std::pair<at::Tensor, at::Tensor> run_direction(const Recurrence& rc, int64_t d, at::Tensor h, Step step) {
+  Ts y(rc.seq);
+  for (int64_t t : step_order(rc, d)) {
+    const at::Tensor valid = rc.valid_at(t);
+    const at::Tensor next = step(h, t, valid);
+    y[t] = masked_output(valid, next);
+    h = masked_state(valid, next, h);
+  }
+  return {stack_steps(rc, y), h};
+}
+
 Ts rnn(OpContext& c) {
   // X [seq, batch, input] (layout 1: [batch, seq, input]); W [dirs, hidden, input];
   // R [dirs, hidden, hidden]; B [dirs, 2*hidden] = [Wb, Rb]; sequence_lens [batch];
@@ -264,16 +280,11 @@ Ts rnn(OpContext& c) {
     const at::Tensor wb = rc.b[d].slice(0, 0, H), rb = rc.b[d].slice(0, H, 2 * H);
     const at::Tensor xw = at::matmul(rc.x, rc.w[d].t()) + wb;  // [seq, batch, hidden]
     const at::Tensor rt = rc.r[d].t();
-    at::Tensor h = rc.h0[d];
-    Ts y(rc.seq);
-    for (int64_t t : step_order(rc, d)) {
-      const at::Tensor next = f(rc.clipped(xw[t] + at::matmul(h, rt) + rb));
-      const at::Tensor valid = rc.valid_at(t);
-      y[t] = masked_output(valid, next);
-      h = masked_state(valid, next, h);
-    }
-    ys.push_back(stack_steps(rc, y));
-    hs.push_back(h);
+    auto [y, h] = run_direction(rc, d, rc.h0[d], [&](const at::Tensor& h, int64_t t, const at::Tensor&) {
+      return f(rc.clipped(xw[t] + at::matmul(h, rt) + rb));
+    });
+    ys.push_back(std::move(y));
+    hs.push_back(std::move(h));
   }
   return {rc.y_out(ys), rc.state_out(hs)};
 }
@@ -299,22 +310,17 @@ Ts gru(OpContext& c) {
     const at::Tensor xw = at::matmul(rc.x, rc.w[d].t()) + wb;  // [seq, batch, 3*hidden]
     const at::Tensor r_zr = rc.r[d].slice(0, 0, 2 * H).t(), r_h = rc.r[d].slice(0, 2 * H, 3 * H).t();
     const at::Tensor rb_zr = rb.slice(0, 0, 2 * H), rb_h = rb.slice(0, 2 * H, 3 * H);
-    at::Tensor h = rc.h0[d];
-    Ts y(rc.seq);
-    for (int64_t t : step_order(rc, d)) {
+    auto [y, h] = run_direction(rc, d, rc.h0[d], [&](const at::Tensor& h, int64_t t, const at::Tensor&) {
       const at::Tensor xt = xw[t];
       const at::Tensor zr = xt.slice(1, 0, 2 * H) + at::matmul(h, r_zr) + rb_zr;  // [batch, 2*hidden]
       const at::Tensor z = f(rc.clipped(zr.slice(1, 0, H)));
       const at::Tensor r = f(rc.clipped(zr.slice(1, H, 2 * H)));
       const at::Tensor hh = linear_before_reset ? r * (at::matmul(h, r_h) + rb_h) : at::matmul(r * h, r_h) + rb_h;
       const at::Tensor cand = g(rc.clipped(xt.slice(1, 2 * H, 3 * H) + hh));
-      const at::Tensor next = (1.0 - z) * cand + z * h;
-      const at::Tensor valid = rc.valid_at(t);
-      y[t] = masked_output(valid, next);
-      h = masked_state(valid, next, h);
-    }
-    ys.push_back(stack_steps(rc, y));
-    hs.push_back(h);
+      return (1.0 - z) * cand + z * h;
+    });
+    ys.push_back(std::move(y));
+    hs.push_back(std::move(h));
   }
   return {rc.y_out(ys), rc.state_out(hs)};
 }
@@ -354,9 +360,8 @@ Ts lstm(OpContext& c) {
       po = p[d].slice(0, H, 2 * H);
       pf = p[d].slice(0, 2 * H, 3 * H);
     }
-    at::Tensor h = rc.h0[d], cell = c0[d];
-    Ts y(rc.seq);
-    for (int64_t t : step_order(rc, d)) {
+    at::Tensor cell = c0[d];
+    auto [y, h] = run_direction(rc, d, rc.h0[d], [&](const at::Tensor& h, int64_t t, const at::Tensor& valid) {
       const at::Tensor gates = xw[t] + at::matmul(h, rt);  // [batch, 4*hidden]
       at::Tensor gi = gates.slice(1, 0, H), go = gates.slice(1, H, 2 * H);
       at::Tensor gf = gates.slice(1, 2 * H, 3 * H), gc = gates.slice(1, 3 * H, 4 * H);
@@ -368,14 +373,11 @@ Ts lstm(OpContext& c) {
       const at::Tensor fg = input_forget ? 1.0 - i : f(rc.clipped(gf));
       const at::Tensor next_c = fg * cell + i * g(rc.clipped(gc));
       if (p.defined()) go = go + po * next_c;
-      const at::Tensor next_h = f(rc.clipped(go)) * hact(next_c);
-      const at::Tensor valid = rc.valid_at(t);
-      y[t] = masked_output(valid, next_h);
-      h = masked_state(valid, next_h, h);
       cell = masked_state(valid, next_c, cell);
-    }
-    ys.push_back(stack_steps(rc, y));
-    hs.push_back(h);
+      return f(rc.clipped(go)) * hact(next_c);
+    });
+    ys.push_back(std::move(y));
+    hs.push_back(std::move(h));
     cs.push_back(cell);
   }
   return {rc.y_out(ys), rc.state_out(hs), rc.state_out(cs)};
