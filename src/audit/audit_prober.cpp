@@ -251,8 +251,9 @@ EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side
 
 EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side,
                                const TableDone& done, TableParts* parts) {
-  EffectTable table = EffectTable::zeros(L);
+  EffectTable table = parts && parts->table.L == L ? parts->table : EffectTable::zeros(L);
   probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false, parts);
+  if (parts) parts->table = table;
   return table;
 }
 

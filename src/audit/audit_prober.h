@@ -92,11 +92,13 @@ class Prober {
   // those of the whole table, row for row, so what they measured is the same bits.
   using TableDone = std::function<bool(const EffectTable& so_far, int64_t next_cut)>;
   // A table probed in parts (`parts`, optional): its base pass runs once and is kept here, and
-  // each call probes on from the first cut the calls before it left (next_cut); a call's `done`
-  // sees its own part's cells. The parts together are the passes of one call, row for row.
+  // each call probes on from the first cut the calls before it left (next_cut) and returns the
+  // table so far, which is also what its `done` sees. The parts together are the passes of one
+  // call, row for row.
   struct TableParts {
     at::Tensor y_base, scale;  // the base pass [rows, L, K] and its rows' scales [rows]
     int64_t next_cut = 1;      // the first cut not probed yet (L: none left)
+    EffectTable table;         // the cells of the parts so far
   };
   EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,
                          Side side = Side::kFuture, const TableDone& done = {}, TableParts* parts = nullptr);

@@ -121,14 +121,11 @@ class PastCheck : public Check {
     // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at);
     // pruning, once it is at most the larger of that and `known`.
     prec.to_own();
-    const int64_t first_h = grassaudit::judge(first, certain, Side::kPast).horizon;
     const Prober::TableDone beyond_reach = [&](const EffectTable& so_far, int64_t next_cut) {
-      const int64_t h = std::max(first_h, grassaudit::judge(so_far, certain, Side::kPast).horizon);
+      const int64_t h = grassaudit::judge(so_far, certain, Side::kPast).horizon;
       return known ? len - next_cut <= std::max(h, *known) : len - next_cut < h;
     };
-    EffectTable t32 = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, beyond_reach, &parts);
-    for (int64_t c = 1; c < len; ++c)
-      for (int64_t t = c; t < len; ++t) t32.raise(t, c, first.at(t, c));
+    const EffectTable t32 = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, beyond_reach, &parts);
     return decide(run, mode, len, t32, known, certain, own64, f64, scratch64);
   }
 
