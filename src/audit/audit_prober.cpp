@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "audit/audit_shard.h"
+#include "audit/direction_draws.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -432,21 +433,24 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   };
   std::vector<Jittered> params;
   const auto rows_read = target_.jitter_rows_read(x);
-  for (auto& p : target_.jitter_parameters()) {
-    if (!p.defined() || !at::isFloatingType(p.scalar_type()) || p.numel() == 0) continue;
-    Jittered j{p.detach(), {}, {}, {}, {}};
+  std::vector<at::Tensor> jittered;  // the parameters themselves (rows_read names them)
+  for (auto& p : target_.jitter_parameters())
+    if (p.defined() && at::isFloatingType(p.scalar_type()) && p.numel() > 0) jittered.push_back(p);
+  // Drawn on the CPU (the audit's generator) for whole tensors: the same directions on every
+  // device, and the same draws for the tensors after one whatever part of it is read.
+  const std::vector<at::Tensor> all_directions = draw_directions(gen, jittered).directions;
+  for (size_t i = 0; i < jittered.size(); ++i) {
+    Jittered j{jittered[i].detach(), {}, {}, {}, {}};
     for (const auto& rr : rows_read)
-      if (rr.parameter.is_same(p)) j.rows = rr.rows;
-    // Drawn on the CPU (the audit's generator) for the whole tensor: the same directions on every
-    // device, and the same draws for the tensors after it whatever part of this one is read.
-    auto directions = at::randn(p.sizes(), gen, p.options().device(at::kCPU).requires_grad(false)).to(p.device());
+      if (rr.parameter.is_same(jittered[i])) j.rows = rr.rows;
+    const at::Tensor directions = all_directions[i].to(j.p.device());
     if (j.rows.defined()) {
       j.originals = j.p.index_select(0, j.rows);
       j.directions = directions.index_select(0, j.rows);
       j.buffer = at::empty_like(j.originals);
     } else {
       j.originals = j.p.clone();
-      j.directions = std::move(directions);
+      j.directions = directions;
     }
     params.push_back(std::move(j));
   }

@@ -10,6 +10,7 @@
 #include "audit/audit_cost.h"
 #include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
+#include "audit/direction_draws.h"
 #include "audit/dtype_twins.h"
 #include "formats/builtin/builtin_target.h"
 #include "function_target.h"
@@ -73,6 +74,39 @@ TEST(AuditCost, JitterInOnePassIsTheAtenExpressionBitForBit) {
     auto pt = at::empty({400, 250}, o.options()).t();
     write_jittered(pt, ot, dt, 3e-7);
     EXPECT_TRUE(at::equal(pt, ot * (1 + 3e-7 * dt))) << c10::toString(dtype) << " transposed";
+  }
+}
+
+TEST(AuditCost, DirectionsDrawnOnTwoThreadsAreThePlainLoopsDrawsAndState) {
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  struct Case {
+    const char* name;
+    std::vector<at::Tensor> like;
+    bool split;
+  };
+  const std::vector<Case> cases{
+      // Split after the first tensor; after it a count not a multiple of 16, a tiny tensor (ATen's
+      // one-at-a-time path) and float32, none of which the split predicts.
+      {"mixed", {at::empty({4099, 256}, f64), at::empty({7}, f64), at::empty({1000, 1001}, f64),
+                 at::empty({3, 5}, at::TensorOptions().dtype(at::kFloat)), at::empty({1100, 1000}, f64)}, true},
+      {"whole blocks", {at::empty({2048, 1025}, f64), at::empty({2048, 1024}, f64)}, true},
+      // The front's count is not a multiple of 16: its last block is drawn again.
+      {"last block again", {at::empty({1100, 1001}, f64), at::empty({1 << 20}, f64)}, true},
+      {"too small to split", {at::empty({10, 10}, f64), at::empty({100}, f64)}, false},
+  };
+  for (int64_t misprediction : {0, 1}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name);
+      at::Generator plain = at::make_generator<at::CPUGeneratorImpl>(11), split = plain.clone();
+      std::vector<at::Tensor> want;
+      for (const auto& t : c.like) want.push_back(at::randn(t.sizes(), plain, t.options()));
+      const DirectionDraws got = draw_directions(split, c.like, misprediction);
+      EXPECT_EQ(got.two_threads, c.split);
+      EXPECT_EQ(got.second_redrawn, c.split && misprediction != 0);  // a wrong start is found and redrawn
+      ASSERT_EQ(got.directions.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(at::equal(got.directions[i], want[i])) << "tensor " << i;
+      EXPECT_TRUE(at::equal(split.get_state(), plain.get_state()));  // what is drawn next is the same too
+    }
   }
 }
 
@@ -177,7 +211,8 @@ TEST(AuditCost, ThePrunedPastHorizonIsTheHorizonOfEveryTableDecidedWhole) {
          for (int64_t i = 1; i < x.size(1); ++i) ys.push_back(ys.back() * 0.5 + x.select(1, i));
          return at::stack(ys, 1);
        }, -1, true},
-      {"present only", [](const at::Tensor& x, bool) { return at::sin(x); }, 0, false},
+      // Nothing moves in the first table, so the next ones are screened before anything else.
+      {"present only", [](const at::Tensor& x, bool) { return at::sin(x); }, 0, true},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -201,6 +236,23 @@ TEST(AuditCost, ThePrunedPastHorizonIsTheHorizonOfEveryTableDecidedWhole) {
     else
       EXPECT_LE(fe(pruned), fe(whole));
   }
+}
+
+TEST(AuditCost, TheFutureScreenEndsOnTheShortestTableThatMovesAndChangesNoFact) {
+  // y_t reads x_{t+1}: every length leaks, the shortest (L = 2, one cut, one screen row) first.
+  const FunctionTarget::Fn next = [](const at::Tensor& x, bool) { return x + at::roll(x, {-1}, {1}); };
+  FunctionTarget screened_t("next", 3, next), every_t("next", 3, next);
+  AuditOptions o = grassaudit::testing::audit_options(32, 3);
+  const AuditResult screened = run_causality_audit(screened_t, o);
+  o.screen = false;  // --probe-every-row
+  const AuditResult every = run_causality_audit(every_t, o);
+  ASSERT_EQ(screened.seq_lens.back(), 2);
+  EXPECT_EQ(screened.probes, every.probes + 1);
+  EXPECT_EQ(screened.leak_horizon, 1);
+  nlohmann::json a = to_json(screened), b = to_json(every);
+  for (auto* j : {&a, &b})
+    for (const char* cost : {"seconds", "seconds_by_check", "forwards", "probes"}) j->erase(cost);
+  EXPECT_EQ(a.dump(), b.dump());
 }
 
 TEST(AuditCost, TheFloorJittersOnlyTheTokenRowsAForwardReadsAndGetsTheSameBits) {

@@ -25,11 +25,6 @@ namespace {
 // The screen moved: the tables are decided again without it, from the first.
 struct ScreenMoved {};
 
-// One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
-// something moved -- the float64 re-run of the cuts that moved. Sets the decisive precision and
-// threshold in `d`. `screen`: trial 0's rows first; exact zeros there stand for the table,
-// anything else throws ScreenMoved (nothing but screen passes has run by then).
-// screen_probes (not null: screening) counts the screen's rows.
 // The float32 table `t32` of (mode, t32.L) decided: exact zeros stand; otherwise the float64
 // re-run of the cuts that moved. Sets the decisive precision and threshold in `d`.
 EffectTable decide_probed(PrecisionSwitch& prec, Prober& prober, AuditMode mode, const EffectTable& t32,
@@ -57,10 +52,10 @@ EffectTable screened_table(Prober& prober, AuditMode mode, int64_t len, int64_t*
   return s;
 }
 
-EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d,
-                         int64_t* screen_probes) {
+// One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
+// something moved -- the float64 re-run of the cuts that moved.
+EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d) {
   prec.to_own();
-  if (screen_probes) return screened_table(prober, mode, len, screen_probes);
   return decide_probed(prec, prober, mode, prober.probe_table(mode, len, d.first), d);
 }
 
@@ -70,7 +65,7 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
 // same seeds in either order, so every table, and every fact read from them, is the same bits.
 // Schedule order within each phase; train_from_eval as below.
 DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
-                                   const std::vector<AuditMode>& modes, bool train_from_eval, int64_t* screen_probes) {
+                                   const std::vector<AuditMode>& modes, bool train_from_eval) {
   const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = d.lens_run = lens;
@@ -82,10 +77,7 @@ DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const 
   for (int64_t len : lens)
     for (AuditMode mode : modes) {
       if (copied(mode)) continue;
-      if (screen_probes)
-        d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
-      else
-        first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
+      first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
     }
   for (const auto& [key, t32] : first) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
   for (int64_t len : lens)
@@ -100,8 +92,8 @@ DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const 
 // train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
 DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                                  const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                                 bool train_from_eval, int64_t* screen_probes) {
-  if (!opt.stop_when_leaky) return decide_float32_first(prec, prober, lens, modes, train_from_eval, screen_probes);
+                                 bool train_from_eval) {
+  if (!opt.stop_when_leaky) return decide_float32_first(prec, prober, lens, modes, train_from_eval);
   const at::ScalarType own_dtype = prec.own();
   DecidedTables d;
   d.lens_planned = lens;
@@ -116,7 +108,7 @@ DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const Au
       // Eval comes first at every length: a proven-equal train table is a copy of it.
       EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
                                ? d.decisive.tables.at({AuditMode::kEval, len})
-                               : decide_table(prec, prober, mode, len, d, screen_probes);
+                               : decide_table(prec, prober, mode, len, d);
       const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
       d.decisive.tables[{mode, len}] = std::move(chosen);
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
@@ -133,25 +125,47 @@ DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const Au
   return d;
 }
 
-// The screen (opt.screen, with trials to spare): every table from trial 0's rows. When all of them
-// are exact zeros they stand (a model whose tables are zeros costs a third of the rows). The
-// first that moves ends the screened attempt, and the tables are decided from the first without
-// it, exactly as with --probe-every-row: a model with any table that moves gets every fact it
-// gets without the screen (the screen's rows are added to the probe count).
+// The screen (opt.screen, with trials to spare): every table from trial 0's rows, the shortest
+// length first. When all of them are exact zeros they stand (a model whose tables are zeros costs
+// a third of the rows, in any order: each table is its own seeds' rows). The first that moves
+// ends the screened attempt -- a leak that shows at every length shows in a pass of a row or two
+// -- and the tables are decided from the first without it, exactly as with --probe-every-row: a
+// model with any table that moves gets every fact it gets without the screen (the screen's rows
+// are added to the probe count). The result is what the schedule would have produced: every
+// length and mode run, nothing stopped early.
+DecidedTables screened_tables(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
+                              const std::vector<AuditMode>& modes, bool train_from_eval, int64_t* screen_probes) {
+  DecidedTables d;
+  d.lens_planned = d.lens_run = lens;
+  d.modes_planned = d.modes_run = modes;
+  d.decisive.dtype = prec.own();
+  auto copied = [&](AuditMode mode) { return mode == AuditMode::kTrain && train_from_eval; };
+  std::vector<int64_t> shortest_first = lens;
+  std::stable_sort(shortest_first.begin(), shortest_first.end());
+  prec.to_own();
+  for (int64_t len : shortest_first)
+    for (AuditMode mode : modes)
+      if (!copied(mode)) d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
+  for (int64_t len : lens)
+    for (AuditMode mode : modes)
+      if (copied(mode)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+  return d;
+}
+
 DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                             const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
                             bool train_from_eval) {
   int64_t screen_probes = 0;
   if (opt.screen && opt.trials > 1) {
     try {
-      DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval, &screen_probes);
+      DecidedTables d = screened_tables(prec, prober, lens, modes, train_from_eval, &screen_probes);
       d.first.probes += screen_probes;
       return d;
     } catch (const ScreenMoved&) {
       // Only screen passes ran: no table kept, no float64, nothing else to undo.
     }
   }
-  DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval, nullptr);
+  DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval);
   d.first.probes += screen_probes;
   return d;
 }

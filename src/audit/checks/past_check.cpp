@@ -32,6 +32,8 @@ class PastCheck : public Check {
     const bool prune = !run.opt.window;
     Evidence best;
     int64_t horizon = 0;
+    bool moved = false;  // whether any past cell probed so far moved at all
+    bool first_table = true;
     Pass scratch32, scratch64;  // the re-runs' tables, read once each
     for (int64_t len : run.r.seq_lens) {
       for (AuditMode mode : run.probed) {
@@ -40,8 +42,13 @@ class PastCheck : public Check {
         // one that reaches only as far as the horizon can change just the evidence.
         if (len - 1 < horizon || (prune && len - 1 <= horizon)) break;
         const std::optional<int64_t> known = prune ? std::optional<int64_t>(horizon) : std::nullopt;
-        bool f64 = false;
-        const TableVerdict v = decide_table(run, mode, len, known, f64, scratch32, scratch64);
+        bool f64 = false, table_moved = true;
+        // Once a whole table has moved nothing (a model that reads only the present and the
+        // future), the next ones are screened first, every cut, as the future tables are.
+        const bool screen_first = prune && run.opt.screen && !first_table && !moved;
+        const TableVerdict v = decide_table(run, mode, len, known, screen_first, f64, table_moved, scratch32, scratch64);
+        moved = moved || table_moved;
+        first_table = false;
         if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
           horizon = v.horizon;
           best = Evidence{};
@@ -98,9 +105,17 @@ class PastCheck : public Check {
   // (src/audit/README.md says what a screen can miss). Otherwise the rest of the table, and the
   // decision on all of it.
   // `known` (pruning): the horizon other tables proved; cells at or within it can raise nothing.
+  // `screen_first`: the screen covers every cut before anything else (a table of exact zeros then
+  // costs its trial 0's rows); where it moves, the table is decided as above.
+  // `moved`: set to whether any cell probed in the target's own dtype moved at all.
   static TableVerdict decide_table(AuditRun& run, AuditMode mode, int64_t len, std::optional<int64_t> known,
-                                   bool& f64, Pass& scratch32, Pass& scratch64) {
+                                   bool screen_first, bool& f64, bool& moved, Pass& scratch32, Pass& scratch64) {
     PrecisionSwitch& prec = run.prec;
+    moved = true;
+    if (screen_first && screened_zero(run, mode, len, 1, scratch32)) {
+      moved = false;
+      return TableVerdict{};
+    }
     prec.to_own();
     const bool own64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
     const double certain = own64 ? prec.horizon_threshold() : kPastCertain32;
@@ -112,10 +127,15 @@ class PastCheck : public Check {
     const TableVerdict v1 = decide(run, mode, len, cut1, known, certain, own64, f64, scratch64);
     if (v1.horizon == len - 1) return v1;
     if (parts.next_cut >= len) {  // the first part was the whole table
+      moved = first.max() > 0.0;
       prec.to_own();
       return decide(run, mode, len, first, known, certain, own64, f64, scratch64);
     }
-    if (run.opt.screen && first.max() == 0.0 && screened_zero(run, mode, len, parts.next_cut, scratch32)) return v1;
+    if (run.opt.screen && !screen_first && first.max() == 0.0 &&
+        screened_zero(run, mode, len, parts.next_cut, scratch32)) {
+      moved = false;
+      return v1;
+    }
     // Cuts in ascending order: cut c reaches at most distance len - c, so once that is below the
     // horizon the cells already probed prove, no later cut can raise the horizon or hold a cell at
     // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at);
