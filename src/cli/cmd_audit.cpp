@@ -138,8 +138,8 @@ void add_audit_options(po::options_description& desc) {
        "(forward never reads `training` and draws no random numbers: the tables are then eval's)")
       ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
       ("probe-every-row", po::bool_switch(),
-       "probe every trial of every future table (default: the first trial screens each table, the\n"
-       "others run only where it moved)")
+       "probe every trial of every table (default: the first trial's rows screen the future tables,\n"
+       "and the past tables of a model that reads no past; the others run only where they moved)")
       ("property", po::value<int64_t>(),
        "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
        "shrunk to the smallest length and cut that still fail")
