@@ -438,12 +438,13 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
     if (p.defined() && at::isFloatingType(p.scalar_type()) && p.numel() > 0) jittered.push_back(p);
   // Drawn on the CPU (the audit's generator) for whole tensors: the same directions on every
   // device, and the same draws for the tensors after one whatever part of it is read.
-  const std::vector<at::Tensor> all_directions = draw_directions(gen, jittered).directions;
+  std::vector<at::Tensor> all_directions = draw_directions(gen, jittered).directions;
   for (size_t i = 0; i < jittered.size(); ++i) {
     Jittered j{jittered[i].detach(), {}, {}, {}, {}};
     for (const auto& rr : rows_read)
       if (rr.parameter.is_same(jittered[i])) j.rows = rr.rows;
     const at::Tensor directions = all_directions[i].to(j.p.device());
+    all_directions[i].reset();  // a tensor read in part keeps only its rows' directions
     if (j.rows.defined()) {
       j.originals = j.p.index_select(0, j.rows);
       j.directions = directions.index_select(0, j.rows);

@@ -139,7 +139,7 @@ void add_audit_options(po::options_description& desc) {
       ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
       ("probe-every-row", po::bool_switch(),
        "probe every trial of every table (default: the first trial's rows screen the future tables,\n"
-       "and the past tables of a model that reads no past; the others run only where they moved)")
+       "and the past tables after a first one that moved nothing; the others run only where a screen moved)")
       ("property", po::value<int64_t>(),
        "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
        "shrunk to the smallest length and cut that still fail")

@@ -110,6 +110,7 @@ void Sha256::blocks(const uint8_t* p, size_t n) {
 }
 
 void Sha256::update(const void* data, size_t n) {
+  if (n == 0) return;
   const auto* p = static_cast<const uint8_t*>(data);
   total_ += n;
   if (buf_len_ > 0) {  // top up the partial block first

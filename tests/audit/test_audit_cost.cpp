@@ -238,6 +238,37 @@ TEST(AuditCost, ThePrunedPastHorizonIsTheHorizonOfEveryTableDecidedWhole) {
   }
 }
 
+TEST(AuditCost, APastScreenThatMovesDecidesEveryScreenedTableAgain) {
+  // Nothing at the main length; at L = 31 y_t, t < 10, reads x_{t-5} only where x_{t-5} > 3
+  // (rare: a first trial may miss it where the others do not; cuts below 10, which a table decided
+  // without this screen probes with every trial); at L = 16 y_t reads x_{t-1}, always. The L = 16
+  // screen moves, so the screened tables before it are decided again: the horizon is the one
+  // without any screen.
+  const FunctionTarget::Fn fn = [](const at::Tensor& x, bool) {
+    const int64_t L = x.size(1);
+    auto shifted = [&](int64_t D) { return at::constant_pad_nd(x.narrow(1, 0, L - D), {0, 0, D, 0}); };
+    if (L == 31) return x + at::relu(shifted(5) - 3.0) * at::arange(L).lt(10).to(x.dtype()).view({1, L, 1});
+    if (L == 16) return x + 0.5 * shifted(1);
+    return x * 1.0;
+  };
+  int64_t rare_seen = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    FunctionTarget screened_t("length-dependent past", 1, fn), every_t("length-dependent past", 1, fn);
+    AuditOptions o = grassaudit::testing::audit_options(32, 3);
+    o.seed = seed;
+    o.past_horizon = true;
+    o.gradient_check = false;
+    const AuditResult screened = run_causality_audit(screened_t, o);
+    o.screen = false;
+    const AuditResult every = run_causality_audit(every_t, o);
+    ASSERT_TRUE(screened.past_horizon && every.past_horizon);
+    EXPECT_EQ(*screened.past_horizon, *every.past_horizon);
+    if (*every.past_horizon > 1) ++rare_seen;  // the rare read counted, beyond L = 16's distance 1
+  }
+  EXPECT_GT(rare_seen, 0);  // the rare dependence is there to be missed
+}
+
 TEST(AuditCost, TheFutureScreenEndsOnTheShortestTableThatMovesAndChangesNoFact) {
   // y_t reads x_{t+1}: every length leaks, the shortest (L = 2, one cut, one screen row) first.
   const FunctionTarget::Fn next = [](const at::Tensor& x, bool) { return x + at::roll(x, {-1}, {1}); };

@@ -28,40 +28,59 @@ class PastCheck : public Check {
   // Sets r.past_horizon and run.past_evidence (where it was seen). Without a window the evidence
   // is never reported (it belongs to a window violation), so a probe that cannot raise the
   // horizon already found is skipped (`prune`); with one, every table is decided whole.
+  //
+  // Once a whole table has moved nothing (without a window), the tables after it are screened
+  // first, every cut, with the first trial's rows. As with the future tables' screen it is all or
+  // nothing: the first of them whose screen moves ends the screened attempt, and every table from
+  // the first screened one on is decided again without it, in the same order, so a model whose
+  // past moves anywhere after the first table gets the horizon it gets without the screen. Only a
+  // dependence that no screened table's first trial shows is missed (src/audit/README.md).
   void run(AuditRun& run) override {
     const bool prune = !run.opt.window;
+    std::vector<std::pair<int64_t, AuditMode>> tables;  // schedule order: lengths outer, modes inner
+    for (int64_t len : run.r.seq_lens)
+      for (AuditMode mode : run.probed) tables.emplace_back(len, mode);
     Evidence best;
     int64_t horizon = 0;
-    bool moved = false;  // whether any past cell probed so far moved at all
-    bool first_table = true;
+    bool moved = false;       // whether any past cell probed so far moved at all
+    bool screening = prune && run.opt.screen;
+    size_t first_screened = tables.size();  // where the screened attempt began (none yet)
     Pass scratch32, scratch64;  // the re-runs' tables, read once each
-    for (int64_t len : run.r.seq_lens) {
-      for (AuditMode mode : run.probed) {
-        // A table whose longest distance, len - 1, is below the horizon found can change neither
-        // the horizon nor its evidence (which goes to a larger effect only at the same distance);
-        // one that reaches only as far as the horizon can change just the evidence.
-        if (len - 1 < horizon || (prune && len - 1 <= horizon)) break;
-        const std::optional<int64_t> known = prune ? std::optional<int64_t>(horizon) : std::nullopt;
-        bool f64 = false, table_moved = true;
-        // Once a whole table has moved nothing (a model that reads only the present and the
-        // future), the next ones are screened first, every cut, as the future tables are.
-        const bool screen_first = prune && run.opt.screen && !first_table && !moved;
-        const TableVerdict v = decide_table(run, mode, len, known, screen_first, f64, table_moved, scratch32, scratch64);
-        moved = moved || table_moved;
-        first_table = false;
-        if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
-          horizon = v.horizon;
-          best = Evidence{};
-          best.mode = mode_name(mode);
-          best.seq_len = len;
-          best.position = v.t;
-          best.cut = v.c;
-          best.effect = v.effect;
-          best.precision = decided_in(run.prec, f64);
-          best.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs before {} were replaced ({} mode, "
-                                  "L={}, {}): it reads x_{}",
-                                  v.t, v.effect, v.c, best.mode, len, best.precision, v.t - horizon);
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const auto [len, mode] = tables[i];
+      // A table whose longest distance, len - 1, is below the horizon found can change neither
+      // the horizon nor its evidence (which goes to a larger effect only at the same distance);
+      // one that reaches only as far as the horizon can change just the evidence.
+      if (len - 1 < horizon || (prune && len - 1 <= horizon)) continue;
+      const std::optional<int64_t> known = prune ? std::optional<int64_t>(horizon) : std::nullopt;
+      if (screening && i > 0 && !moved) {
+        if (screened_zero(run, mode, len, 1, scratch32)) {
+          first_screened = std::min(first_screened, i);
+          continue;  // a screened table of exact zeros: nothing to raise
         }
+        // The screen moved: decide again, without screens first, from where they began (nothing
+        // before that changed: horizon 0, no evidence, nothing moved).
+        screening = false;
+        if (first_screened < i) {
+          i = first_screened - 1;
+          continue;
+        }
+      }
+      bool f64 = false, table_moved = true;
+      const TableVerdict v = decide_table(run, mode, len, known, f64, table_moved, scratch32, scratch64);
+      moved = moved || table_moved;
+      if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
+        horizon = v.horizon;
+        best = Evidence{};
+        best.mode = mode_name(mode);
+        best.seq_len = len;
+        best.position = v.t;
+        best.cut = v.c;
+        best.effect = v.effect;
+        best.precision = decided_in(run.prec, f64);
+        best.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs before {} were replaced ({} mode, "
+                                "L={}, {}): it reads x_{}",
+                                v.t, v.effect, v.c, best.mode, len, best.precision, v.t - horizon);
       }
     }
     run.prec.to_own();
@@ -105,17 +124,11 @@ class PastCheck : public Check {
   // (src/audit/README.md says what a screen can miss). Otherwise the rest of the table, and the
   // decision on all of it.
   // `known` (pruning): the horizon other tables proved; cells at or within it can raise nothing.
-  // `screen_first`: the screen covers every cut before anything else (a table of exact zeros then
-  // costs its trial 0's rows); where it moves, the table is decided as above.
   // `moved`: set to whether any cell probed in the target's own dtype moved at all.
   static TableVerdict decide_table(AuditRun& run, AuditMode mode, int64_t len, std::optional<int64_t> known,
-                                   bool screen_first, bool& f64, bool& moved, Pass& scratch32, Pass& scratch64) {
+                                   bool& f64, bool& moved, Pass& scratch32, Pass& scratch64) {
     PrecisionSwitch& prec = run.prec;
     moved = true;
-    if (screen_first && screened_zero(run, mode, len, 1, scratch32)) {
-      moved = false;
-      return TableVerdict{};
-    }
     prec.to_own();
     const bool own64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
     const double certain = own64 ? prec.horizon_threshold() : kPastCertain32;
@@ -131,8 +144,7 @@ class PastCheck : public Check {
       prec.to_own();
       return decide(run, mode, len, first, known, certain, own64, f64, scratch64);
     }
-    if (run.opt.screen && !screen_first && first.max() == 0.0 &&
-        screened_zero(run, mode, len, parts.next_cut, scratch32)) {
+    if (run.opt.screen && first.max() == 0.0 && screened_zero(run, mode, len, parts.next_cut, scratch32)) {
       moved = false;
       return v1;
     }
