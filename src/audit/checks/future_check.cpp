@@ -59,6 +59,25 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
   return decide_probed(prec, prober, mode, prober.probe_table(mode, len, d.first), d);
 }
 
+// Every table of the schedule, none decided yet (nothing stopped early), in the target's dtype.
+DecidedTables whole_schedule(const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                             at::ScalarType own_dtype) {
+  DecidedTables d;
+  d.lens_planned = d.lens_run = lens;
+  d.modes_planned = d.modes_run = modes;
+  d.decisive.dtype = own_dtype;
+  return d;
+}
+
+// train_from_eval: the train-mode table of each length is the eval-mode one (proven equal), so
+// it is copied, not probed.
+bool copied(AuditMode mode, bool train_from_eval) { return mode == AuditMode::kTrain && train_from_eval; }
+void copy_train_from_eval(DecidedTables& d, bool train_from_eval) {
+  for (int64_t len : d.lens_run)
+    for (AuditMode mode : d.modes_run)
+      if (copied(mode, train_from_eval)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+}
+
 // Without stop_when_leaky every table is decided anyway, so the float64 re-runs wait until every
 // float32 table is in: the target goes to float64 once, not once per table that moved (each
 // switch a pass over the whole model's memory, both ways). Each table is the same rows from the
@@ -67,22 +86,16 @@ EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, 
 DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
                                    const std::vector<AuditMode>& modes, bool train_from_eval) {
   const at::ScalarType own_dtype = prec.own();
-  DecidedTables d;
-  d.lens_planned = d.lens_run = lens;
-  d.modes_planned = d.modes_run = modes;
-  d.decisive.dtype = own_dtype;
-  auto copied = [&](AuditMode mode) { return mode == AuditMode::kTrain && train_from_eval; };
+  DecidedTables d = whole_schedule(lens, modes, own_dtype);
   std::vector<std::pair<std::pair<AuditMode, int64_t>, EffectTable>> first;  // float32, in schedule order
   prec.to_own();
   for (int64_t len : lens)
     for (AuditMode mode : modes) {
-      if (copied(mode)) continue;
+      if (copied(mode, train_from_eval)) continue;
       first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
     }
   for (const auto& [key, t32] : first) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
-  for (int64_t len : lens)
-    for (AuditMode mode : modes)
-      if (copied(mode)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+  copy_train_from_eval(d, train_from_eval);
   if (prec.unavailable()) d.decisive.dtype = own_dtype;
   return d;
 }
@@ -135,20 +148,14 @@ DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const Au
 // length and mode run, nothing stopped early.
 DecidedTables screened_tables(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
                               const std::vector<AuditMode>& modes, bool train_from_eval, int64_t* screen_probes) {
-  DecidedTables d;
-  d.lens_planned = d.lens_run = lens;
-  d.modes_planned = d.modes_run = modes;
-  d.decisive.dtype = prec.own();
-  auto copied = [&](AuditMode mode) { return mode == AuditMode::kTrain && train_from_eval; };
+  DecidedTables d = whole_schedule(lens, modes, prec.own());
   std::vector<int64_t> shortest_first = lens;
   std::stable_sort(shortest_first.begin(), shortest_first.end());
   prec.to_own();
   for (int64_t len : shortest_first)
     for (AuditMode mode : modes)
-      if (!copied(mode)) d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
-  for (int64_t len : lens)
-    for (AuditMode mode : modes)
-      if (copied(mode)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+      if (!copied(mode, train_from_eval)) d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
+  copy_train_from_eval(d, train_from_eval);
   return d;
 }
 
