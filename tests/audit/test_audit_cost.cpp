@@ -5,7 +5,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "audit/audit_cost.h"
 #include "audit/audit_prober.h"
@@ -20,15 +22,19 @@ using grassaudit::testing::FunctionTarget;
 
 TEST(AuditCost, SectionsAreExclusiveAndNestedAuditsAddToTheOpenSection) {
   CostMeter outer;
+  // Seconds: each section is charged its own time (the sleeps below), never its inner sections'.
+  const auto start = std::chrono::steady_clock::now();
   {
     const CostScope scope(outer);
     const CostSection length("length");
     record_forward(at::kFloat, 2, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     {
       const CostSection floor("precision_floor");
       record_forward(at::kDouble, 2, 16);
       record_forward(at::kDouble, 2, 16);
       record_conversion();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     CostMeter inner;  // a nested audit (the structural pass's)
     {
@@ -54,7 +60,11 @@ TEST(AuditCost, SectionsAreExclusiveAndNestedAuditsAddToTheOpenSection) {
   EXPECT_EQ(length.forwards.conversions, 0);
   EXPECT_EQ(outer.total().total().passes, 4);
   EXPECT_EQ(outer.total().conversions, 1);
-  EXPECT_GE(length.seconds, 0.0);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(floor.seconds, 0.2);
+  EXPECT_GE(length.seconds, 0.02);
+  // Exclusive: charged to the length section too, the floor's 0.2 s would push the sum past the wall.
+  EXPECT_LE(length.seconds + floor.seconds, wall + 1e-3);
 }
 
 TEST(AuditCost, JitterInOnePassIsTheAtenExpressionBitForBit) {

@@ -64,7 +64,7 @@ void cli_values(const nlohmann::json& m, std::vector<InputBinding>* inputs, Stre
 }  // namespace
 
 TEST(OnnxFiles, OutputsMatchOnnxRuntime) {
-  if (!fs::exists(kFixtures / "manifest.json")) GTEST_SKIP() << "no ONNX fixtures";
+  ASSERT_TRUE(fs::exists(kFixtures / "manifest.json")) << "the committed fixture " << (kFixtures / "manifest.json") << " is missing";
   int compared = 0;
   const nlohmann::json all = manifest();
   for (const auto& m : all["models"]) {
@@ -126,7 +126,7 @@ TEST(OnnxFiles, VerdictsAndHorizonsMatchBruteForce) {
 // --state-init: the streamed program started from a recorded state gives ONNX Runtime's output of
 // one call from that state (the "call" reference: one chunk, a random state).
 TEST(OnnxFiles, StateInitStartsTheStreamFromTheGivenState) {
-  if (!fs::exists(kFixtures / "stream_gru.call.input_1.pb")) GTEST_SKIP() << "no ONNX fixtures";
+  ASSERT_TRUE(fs::exists(kFixtures / "stream_gru.call.input_1.pb")) << "the committed fixture " << (kFixtures / "stream_gru.call.input_1.pb") << " is missing";
   StreamingOptions streaming;
   streaming.state.push_back(StreamingOptions::parse_pair("state=state_out"));
   streaming.state_init = (kFixtures / "stream_gru.call.input_1.pb").string();
@@ -143,7 +143,7 @@ TEST(OnnxFiles, StateInitStartsTheStreamFromTheGivenState) {
 }
 
 TEST(OnnxFiles, StreamingFlagsThatDoNotFitAreOneLine) {
-  if (!fs::exists(kFixtures / "stream_gru.onnx")) GTEST_SKIP() << "no ONNX fixtures";
+  ASSERT_TRUE(fs::exists(kFixtures / "stream_gru.onnx")) << "the committed fixture " << (kFixtures / "stream_gru.onnx") << " is missing";
   const std::vector<InputBinding> inputs{InputBinding::parse("x=features:4")};
   auto open = [&](const StreamingOptions& s) {
     return open_model_file((kFixtures / "stream_gru.onnx").string(), inputs, 1, 1.0, s);

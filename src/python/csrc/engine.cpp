@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "audit/audit_refusal.h"
-#include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
 #include "audit/model_file_target.h"
