@@ -51,7 +51,7 @@ void require_gnuplot(const std::string& what) {
   if (!find_program("gnuplot"))
     throw InputError(what + ": gnuplot was not found (install gnuplot; --leak-map FILE.csv needs none)");
 }
-const char* kUsage =
+const char* kAuditUsage =
     "usage: grassaudit audit --model FILE --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
     "       FILE: TorchScript, torch.export (.pt2) or ONNX, read by content\n"
     "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]) | const:VALUE (a\n"
@@ -237,7 +237,7 @@ int audit_main(int argc, char** argv) {
     add_dist_timeout_option(desc, &dist_timeout);
     add_model_options(desc);
     po::variables_map vm;
-    if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
+    if (!parse(argc, argv, desc, vm, kAuditUsage)) return kExitOk;
     configure_threads(threads);
     // Started by torchrun: the probe rows are divided over the ranks (audit/audit_shard.h); every
     // rank reaches the same result, rank 0 alone prints and writes.

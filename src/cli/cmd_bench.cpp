@@ -29,7 +29,7 @@
 namespace grassaudit::cli {
 namespace {
 
-const char* kUsage =
+const char* kBenchUsage =
     "usage: grassaudit bench --mixer NAME[,NAME...] --batch B --seq-len L [--d-model 256] [--rank 32]\n"
     "                        [--offsets 1,2,4,8,12,16] [--offset-mode all|per-layer] [--heads 4]\n"
     "                        [--threads T] [--reps N] [--warmup N] [--dropout P] [--json FILE]\n"
@@ -343,7 +343,7 @@ int run(int argc, char** argv) {
   int threads = 0;
   po::options_description desc = bench_options(&threads);
   po::variables_map vm;
-  if (!parse(argc, argv, desc, vm, kUsage)) return kExitOk;
+  if (!parse(argc, argv, desc, vm, kBenchUsage)) return kExitOk;
   configure_threads(threads);
   if (vm.count("json")) {  // its folder made and checked now, not after minutes of timing
     const std::string path = vm["json"].as<std::string>();

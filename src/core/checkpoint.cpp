@@ -23,6 +23,7 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/error_text.h"
 #include "util/sha256.h"
 
 namespace grassaudit {
@@ -80,8 +81,6 @@ void save_checkpoint(const std::string& path, LanguageModel& model, torch::optim
 }
 
 namespace {
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Submodules renamed since checkpoints were first written: older archives store the module
 // registered as `current` under `legacy` (grassmann_mixer.cpp: "plucker" -> "pluecker", so the

@@ -111,8 +111,6 @@ int64_t env_int(const char* name, int64_t lo, int64_t hi) {
   throw InputError(fmt::format("environment variable {}='{}' must be an integer in [{}, {}]", name, v, lo, hi));
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 milliseconds timeout_ms() { return milliseconds(static_cast<int64_t>(group().timeout_s * 1000)); }
 
 // Asks every rank to check in under a fresh key; the ranks that do not within a few seconds are

@@ -13,6 +13,7 @@ ccache is used when installed (as the CMake build does): GRASSAUDIT_NO_CCACHE=1 
 """
 import glob
 import os
+import subprocess
 import sys
 
 from setuptools import Extension, setup
@@ -94,21 +95,64 @@ if RAPIDCHECK:
     ))
 
 
+# The precompiled header of the engine's units (src/pch/README.md), as the CMake build uses it: the
+# LibTorch, fmt and nlohmann-json headers parsed once instead of once per unit. GCC falls back to
+# parsing the header (with a -Winvalid-pch warning) where the compiled one does not fit.
+PCH_HEADER = "pch/aten_headers.h"
+
+
+def compile_with_pch(build, inner):
+    """build.compiler.compile (torch's: ninja, every unit in parallel), with the precompiled header
+    compiled first, by the same compiler with the same flags as the units, and each unit given it."""
+    def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0, extra_preargs=None,
+                extra_postargs=None, depends=None):
+        cc = build.compiler
+        out = os.path.abspath(output_dir or build.build_temp)
+        _, _, post, pp_opts, _ = cc._setup_compile(out, macros, include_dirs, [], depends, extra_postargs)
+        post = list(post["cxx"] if isinstance(post, dict) else post)
+        flags = cc.compiler_so[1:] + cc._get_cc_args(pp_opts, debug, extra_preargs)
+        pch_dir = os.path.join(out, "grassaudit_pch")
+        os.makedirs(pch_dir, exist_ok=True)
+        header = os.path.join(pch_dir, os.path.basename(PCH_HEADER))
+        with open(header, "w") as f:
+            f.write('#include "%s"\n' % PCH_HEADER)
+        cxx = os.environ.get("CXX", "c++")  # torch's ninja file compiles with $CXX, or c++
+        subprocess.check_call([cxx] + flags + ["-x", "c++-header", header, "-o", header + ".gch"] + post)
+        with_pch = post + ["-include", header, "-Winvalid-pch"]
+        if isinstance(extra_postargs, dict):
+            extra_postargs = dict(extra_postargs, cxx=with_pch)
+        else:
+            extra_postargs = with_pch
+        return inner(sources, output_dir=output_dir, macros=macros, include_dirs=include_dirs, debug=debug,
+                     extra_preargs=extra_preargs, extra_postargs=extra_postargs, depends=depends)
+    return compile
+
+
 class Build(BuildExtension):
     """torch's BuildExtension gives every extension torch's C++ ABI flag; the runner uses none of
-    torch, only RapidCheck, whose library is built with the system's (the new) std::string ABI."""
+    torch, only RapidCheck, whose library is built with the system's (the new) std::string ABI.
+    The engine's units share one precompiled header."""
 
     def build_extension(self, ext):
         if ext.name == "grassaudit._property_runner":
             ext.extra_compile_args = [a for a in ext.extra_compile_args
                                       if not a.startswith("-D_GLIBCXX_USE_CXX11_ABI")] + ["-D_GLIBCXX_USE_CXX11_ABI=1"]
-        super().build_extension(ext)
+            super().build_extension(ext)
+            return
+        inner = self.compiler.compile
+        self.compiler.compile = compile_with_pch(self, inner)
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = inner
 
 
 # ccache's masquerading c++ (torch's compiler check runs `which $CXX`: one word only).
 CCACHE_CXX = "/usr/lib/ccache/c++"
 if os.path.exists(CCACHE_CXX) and not os.environ.get("GRASSAUDIT_NO_CCACHE") and "CXX" not in os.environ:
     os.environ["CXX"] = CCACHE_CXX
+    # ccache caches units compiled with a precompiled header only with this sloppiness.
+    os.environ.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros")
 os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
 
 setup(

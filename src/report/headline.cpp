@@ -18,7 +18,7 @@ std::string mixer_name(const RunRecord& r) {
   return "past (Grassmann, causal reading)";
 }
 
-std::string ppl_cell(const RunRecord& r, const std::optional<double>& valid, const std::optional<double>& quarantined) {
+std::string headline_ppl_cell(const RunRecord& r, const std::optional<double>& valid, const std::optional<double>& quarantined) {
   if (standing_of(r) == Standing::kQuarantined && quarantined) return quarantined_cell(*quarantined, r.audit.leak_horizon);
   return valid ? fmt_ppl(*valid) : "-";
 }
@@ -57,8 +57,8 @@ std::string render_headline(const std::vector<RunRecord>& runs) {
     const std::string audit = standing_of(r) == Standing::kQuarantined
                                   ? fmt::format("**LEAKY, horizon {}**", or_dash(r.audit.leak_horizon))
                                   : r.audit.verdict;
-    t.rows.push_back({m, audit, ppl_cell(r, r.best_valid_ppl, r.quarantined_best_valid_ppl),
-                      ppl_cell(r, r.test_ppl, r.quarantined_test_ppl),
+    t.rows.push_back({m, audit, headline_ppl_cell(r, r.best_valid_ppl, r.quarantined_best_valid_ppl),
+                      headline_ppl_cell(r, r.test_ppl, r.quarantined_test_ppl),
                       fmt::format("{} ep ({} tokens)", fmt_epochs(r.epochs.value_or(0)), fmt_count(*r.tokens_seen)),
                       "`" + r.name + "`"});
   }

@@ -13,6 +13,8 @@ namespace {
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 }  // namespace
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 std::string first_meaningful_line(const std::string& text) {
   static const std::regex enforce(R"(^\[enforce fail at [^\]]*\]\s*\.?\s*)");
   size_t start = 0;

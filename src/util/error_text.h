@@ -9,6 +9,9 @@ namespace grassaudit {
 // s without leading and trailing blanks (spaces, tabs, CR, LF).
 std::string trim(const std::string& s);
 
+// s up to its first newline, as it is (no trimming).
+std::string first_line(const std::string& s);
+
 // The first line that says something (trimmed, enforce prefix removed, backtrace lines skipped);
 // "" only when there is none.
 std::string first_meaningful_line(const std::string& text);

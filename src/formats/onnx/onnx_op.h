@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -123,6 +124,10 @@ using OpTable = std::unordered_map<std::string, OpFn>;
 // An op that takes or makes sequences (OpContext::value): the sequence ops, and the control ops
 // whose bodies may carry them. Looked up before the tensor table.
 using ValueOpFn = std::vector<Value> (*)(OpContext&);
+// The operators' shorthand: their outputs as tensors or values, one tensor as an output list.
+using Ts = std::vector<at::Tensor>;
+using Vs = std::vector<Value>;
+inline Ts one(at::Tensor t) { return {std::move(t)}; }
 using ValueOpTable = std::unordered_map<std::string, ValueOpFn>;
 
 // The families (one file each); the table of every op the interpreter runs (default domain "").

@@ -11,8 +11,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Ts = std::vector<at::Tensor>;
-
 // The iterations' slices of one scan output stacked along a new first axis, refused when that
 // would hold more than a node may make.
 at::Tensor stacked(const OpContext& c, const Ts& slices) {
@@ -21,8 +19,6 @@ at::Tensor stacked(const OpContext& c, const Ts& slices) {
   c.check_size(shape, "a scan output");
   return at::stack(slices, 0);
 }
-
-using Vs = std::vector<Value>;
 
 // If and Loop pass values: a branch may return a sequence, a Loop may carry one (a scripted loop
 // that appends to a list).

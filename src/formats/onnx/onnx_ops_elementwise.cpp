@@ -13,10 +13,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Ts = std::vector<at::Tensor>;
-
-Ts one(at::Tensor t) { return {std::move(t)}; }
-
 #define UNARY(NAME, EXPR)                      \
   Ts NAME(OpContext& c) {                      \
     const at::Tensor& x = c.required(0);       \

@@ -12,10 +12,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Ts = std::vector<at::Tensor>;
-
-Ts one(at::Tensor t) { return {std::move(t)}; }
-
 // fail() when the product of a [..., N, K] and b [..., K, M] (numpy's matmul, batch dimensions
 // broadcast), with `bias` (if defined) broadcast onto it, would be over the limit; shapes ATen
 // refuses are left to it.

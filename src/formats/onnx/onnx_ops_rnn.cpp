@@ -26,8 +26,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Ts = std::vector<at::Tensor>;
-
 enum class Fn {
   Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus
 };

@@ -11,9 +11,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Vs = std::vector<Value>;
-using Ts = std::vector<at::Tensor>;
-
 // The element type a sequence holds, if it says.
 std::optional<at::ScalarType> elem_type_of(const Value& s) {
   if (!s.sequence->empty()) return s.sequence->front().scalar_type();
@@ -136,7 +133,7 @@ Vs op_split_to_sequence(OpContext& c) {
 }
 
 // Identity passes a tensor or a sequence (opset 14 on) as it is.
-Vs op_identity(OpContext& c) {
+Vs op_sequence_identity(OpContext& c) {
   if (!c.value(0).defined()) c.fail("input 0 is required but absent");
   return {c.value(0)};
 }
@@ -152,7 +149,7 @@ void add_sequence_ops(ValueOpTable& t) {
   t["SequenceLength"] = op_sequence_length;
   t["ConcatFromSequence"] = op_concat_from_sequence;
   t["SplitToSequence"] = op_split_to_sequence;
-  t["Identity"] = op_identity;
+  t["Identity"] = op_sequence_identity;
 }
 
 }  // namespace grassaudit::onnx_rt

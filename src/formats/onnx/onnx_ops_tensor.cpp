@@ -15,10 +15,6 @@ namespace grassaudit::onnx_rt {
 
 namespace {
 
-using Ts = std::vector<at::Tensor>;
-
-Ts one(at::Tensor t) { return {std::move(t)}; }
-
 at::Tensor long_tensor(const std::vector<int64_t>& v) {
   return at::tensor(v, at::TensorOptions().dtype(at::kLong)).reshape({static_cast<int64_t>(v.size())});
 }

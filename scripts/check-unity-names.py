@@ -1,0 +1,167 @@
+"""Refuses a unity batch whose sources could change each other's meaning when compiled as one unit.
+
+CMake's unity build (src/CMakeLists.txt, GRASSAUDIT_UNITY) compiles several .cpp files of a library
+as one translation unit. Two files that each define a name with internal linkage (in an anonymous
+namespace, or `static` at namespace scope) would then see each other's: the same signature is a
+compile error, but another signature is a silent overload that a call may pick. A macro or a
+`using namespace` in one file reaches every file after it. This check reads the sources of each
+batch (the unity_*.cxx files CMake writes) and fails, naming the files and the name, when
+  - a name with internal linkage is declared in two files of one batch;
+  - a file #defines a macro without #undef-ing it, and another file of the batch uses that word;
+  - a file has `using namespace` at namespace scope (not in a function), ahead of another file of
+    the batch without the same directive (the next file reopens the namespace, and the directive
+    is still there).
+    python3 scripts/check-unity-names.py BUILD_DIR
+Exit 0: every batch is safe; 1: a clash (one line each); 2: usage."""
+import glob
+import os
+import re
+import sys
+
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "operator", "const", "constexpr", "static",
+            "inline", "struct", "class", "enum", "using", "namespace", "template", "typename", "auto", "void",
+            "int", "double", "float", "bool", "char", "unsigned", "long", "short", "signed", "noexcept",
+            "override", "final", "decltype", "new", "delete", "default", "case", "throw", "try", "catch",
+            "thread_local", "extern", "volatile", "mutable", "explicit", "friend", "typedef", "union"}
+
+
+def strip(text):
+    """The source without comments, string and character literals (each replaced by a space)."""
+    text = re.sub(r'R"(\w*)\((?:.|\n)*?\)\1"', " ", text)
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(" ")
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def declared_name(statement):
+    """The name a namespace-scope declaration or definition introduces, or None."""
+    s = re.sub(r"\s+", " ", statement).strip()
+    if not s:
+        return None
+    m = re.match(r"(?:template ?<.*?> ?)?(?:struct|class|enum(?: class)?|union) (\w+)", s)
+    if m:
+        return m.group(1)
+    m = re.match(r"using (\w+) ?=", s)
+    if m:
+        return m.group(1)
+    if s.startswith(("using ", "namespace", "extern ", "static_assert", "template class", "friend ")) or "operator" in s:
+        return None
+    s = re.sub(r"^template ?<.*?> ?", "", s)
+    s = re.split(r"=(?!=)", s, maxsplit=1)[0]  # the declarator, not the initialiser
+    while re.search(r"<[^<>]*>", s):             # template arguments, innermost first
+        s = re.sub(r"<[^<>]*>", " ", s)
+    s = re.split(r"[({\[;]", s, maxsplit=1)[0]
+    words = [w for w in re.findall(r"[A-Za-z_]\w*", s) if w not in KEYWORDS]
+    return words[-1] if words else None
+
+
+def macro_declared(statement):
+    """Names a macro call declares where a declaration may stand, e.g. UNARY(op_abs, ...): the
+    first argument of every all-caps call."""
+    return set(re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)", statement))
+
+
+def internal_names(path):
+    """Names with internal linkage (anonymous namespaces, namespace-scope `static`), macros left
+    defined, whether a `using namespace` stands at namespace scope, and every word of the file."""
+    raw = open(path, encoding="utf-8", errors="replace").read()
+    macros = set()
+    for line in raw.splitlines():
+        m = re.match(r"\s*#\s*define\s+(\w+)", line)
+        if m:
+            macros.add(m.group(1))
+        m = re.match(r"\s*#\s*undef\s+(\w+)", line)
+        if m:
+            macros.discard(m.group(1))
+    text = "\n".join(l for l in strip(raw).splitlines() if not l.lstrip().startswith("#"))
+    names, stack, stmt, global_using = set(), [], [], set()
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "{":
+            s = "".join(stmt).strip()
+            kind = "block"
+            if re.search(r"(?:^|\s)namespace\s*$", s):
+                kind = "anon"
+            elif re.search(r"(?:^|\s)namespace\s+[\w:]+\s*$", s):
+                kind = "ns"
+            elif stack and stack[-1] in ("anon", "ns"):
+                if stack[-1] == "anon":
+                    names |= macro_declared(s)
+                name = declared_name(s)
+                if name and (stack[-1] == "anon" or re.match(r"(?:inline )?static ", s)):
+                    names.add(name)
+            stack.append(kind)
+            stmt = []
+        elif c == "}":
+            if stack and stack[-1] == "anon":  # macro calls just before the namespace closes
+                names |= macro_declared("".join(stmt))
+            if stack:
+                stack.pop()
+            stmt = []
+        elif c == ";":
+            s = "".join(stmt).strip()
+            if s.startswith("using namespace") and all(k in ("anon", "ns") for k in stack):
+                global_using.add(re.sub(r"\s+", "", s[len("using namespace"):]))  # reaches the next file
+            if stack and stack[-1] in ("anon", "ns"):
+                if stack[-1] == "anon":
+                    names |= macro_declared(s)
+                name = declared_name(s)
+                if name and (stack[-1] == "anon" or re.match(r"(?:inline )?static |static ", s)):
+                    names.add(name)
+            stmt = []
+        else:
+            stmt.append(c)
+        i += 1
+    return names, macros, global_using, set(re.findall(r"[A-Za-z_]\w*", text))
+
+
+def batches(build_dir):
+    for unity in sorted(glob.glob(os.path.join(build_dir, "**", "Unity", "unity_*.cxx"), recursive=True)):
+        files = re.findall(r'#include\s+"([^"]+)"', open(unity).read())
+        yield unity, [f for f in files if f.endswith(".cpp")]
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print("usage: check-unity-names.py BUILD_DIR", file=sys.stderr)
+        return 2
+    clashes = []
+    for unity, files in batches(sys.argv[1]):
+        seen = {}
+        facts = {f: internal_names(f) for f in files}
+        for k, f in enumerate(files):
+            names, macros, global_using, _ = facts[f]
+            for name in names:
+                if name in seen:
+                    clashes.append(f"{name}: internal to both {seen[name]} and {f}")
+                seen.setdefault(name, f)
+            for g in files[k + 1:]:
+                used = facts[g][3]
+                for m in sorted(macros & used):
+                    clashes.append(f"{m}: a macro of {f}, used in {g} after it")
+                for ns in sorted(global_using - facts[g][2]):  # harmless where g has the same directive
+                    clashes.append(f"`using namespace {ns}` at namespace scope in {f}, ahead of {g}")
+    for c in clashes:
+        print(f"unity build: {c} (mark the source SKIP_UNITY_BUILD_INCLUSION or rename)", file=sys.stderr)
+    return 1 if clashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
