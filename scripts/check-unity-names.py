@@ -133,7 +133,16 @@ def internal_names(path):
 
 
 def batches(build_dir):
+    # The batches the build compiles: a Unity folder may still hold files of an earlier
+    # configuration, which build.ninja no longer names.
+    ninja = os.path.join(build_dir, "build.ninja")
+    live = None
+    if os.path.exists(ninja):
+        live = set(re.findall(r"(\S*/Unity/unity_\w+\.cxx)(?=[\s:|]|$)", open(ninja).read()))
+        live = {os.path.normpath(os.path.join(build_dir, p)) for p in live}
     for unity in sorted(glob.glob(os.path.join(build_dir, "**", "Unity", "unity_*.cxx"), recursive=True)):
+        if live is not None and os.path.normpath(unity) not in live:
+            continue
         files = re.findall(r'#include\s+"([^"]+)"', open(unity).read())
         yield unity, [f for f in files if f.endswith(".cpp")]
 

@@ -1,5 +1,6 @@
 // grassaudit audit: the causality audit from the command line.
-//   --model FILE --input tokens:V|features:C --seq-len L      a user's model (torch.export or TorchScript)
+//   --model FILE [--input tokens:V|features:C ...] --seq-len L   a user's model (torch.export, ONNX or TorchScript;
+//                                                              without --input, the inputs the file describes)
 //   --mixer NAME [--checkpoint FILE] [model flags]            a built-in LM (untrained or trained)
 //   --checkpoint FILE                                          the mixer stored in the checkpoint
 //   --suite FILE                                               a suite of control models
@@ -16,11 +17,14 @@
 #include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
 #include "audit/incremental_audit.h"
+#include "audit/inputs_inferred.h"
 #include "formats/builtin/builtin_target.h"
 #include "audit/causality_audit.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
+#include "formats/input_findings.h"
 #include "formats/model_file.h"
+#include "formats/model_inputs.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
@@ -52,11 +56,15 @@ void require_gnuplot(const std::string& what) {
     throw InputError(what + ": gnuplot was not found (install gnuplot; --leak-map FILE.csv needs none)");
 }
 const char* kAuditUsage =
-    "usage: grassaudit audit --model FILE --input [NAME=]KIND [--input ...] --seq-len L [options]\n"
+    "usage: grassaudit audit --model FILE [--input [NAME=]KIND ...] --seq-len L [options]\n"
     "       FILE: TorchScript, torch.export (.pt2) or ONNX, read by content\n"
     "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]) | const:VALUE (a\n"
     "       scalar, graph files); one --input per forward argument, in order or by NAME; --time-axis K for [B, C, T]\n"
     "       layouts; --output PATH for one leaf; --state IN=OUT (repeatable) runs a streaming ONNX step chunk by chunk\n"
+    "       Without --input the file's own inputs are used: an integer input that indexes an embedding table is\n"
+    "       tokens:V (V its rows), a float [B, T, C] input features:C (C declared, or for TorchScript fixed by the\n"
+    "       first op that reads it), a mask input ones; the summary says what was inferred, and a file that does\n"
+    "       not say enough is one line naming each input and what to pass (exit 2)\n"
     "       grassaudit audit --mixer future|past|attention [--checkpoint FILE] [model flags] [options]\n"
     "       grassaudit audit --suite audits/controls.json [options]\n"
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
@@ -100,7 +108,8 @@ void add_audit_options(po::options_description& desc) {
   desc.add_options()
       ("model", po::value<std::string>(), "model file: torch.export (.pt2), ONNX or TorchScript (forward: ids [B,L] or features [B,L,C])")
       ("input", po::value<std::vector<std::string>>()->composing(),
-       "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros | const:VALUE")
+       "with --model, once per forward argument: [NAME=]tokens:V | features:C | ones | zeros | const:VALUE\n"
+       "(left out: inferred from the file; the summary and the JSON's inputs_inferred say what)")
       ("state", po::value<std::vector<std::string>>()->composing(),
        "with an ONNX --model: IN=OUT, a state input and the output that returns its next value (repeatable);\n"
        "the graph is one step, run chunk by chunk with the states carried")
@@ -174,11 +183,12 @@ AuditOptions audit_options_from(const po::variables_map& vm) {
 }
 
 // --model (a model file, its format read from its content: formats/model_file.h) or --mixer/--checkpoint (a built-in LM); sets opt.seq_len.
-std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt) {
+// Without --input, the inputs are read from the file (formats/model_inputs.h) and `inferred` says what they are.
+std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptions& opt, InputsInferred& inferred) {
   if (vm.count("model")) {
-    if (!vm.count("input")) throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros|const:VALUE (one per forward argument)");
     std::vector<InputBinding> inputs;
-    for (const auto& text : vm["input"].as<std::vector<std::string>>()) inputs.push_back(InputBinding::parse(text));
+    if (vm.count("input"))
+      for (const auto& text : vm["input"].as<std::vector<std::string>>()) inputs.push_back(InputBinding::parse(text));
     const double scale = vm["feature-scale"].as<double>();
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
     StreamingOptions streaming;
@@ -188,7 +198,13 @@ std::unique_ptr<AuditTarget> make_target(const po::variables_map& vm, AuditOptio
       if (!streaming.active()) throw InputError("--state-init needs --state IN=OUT");
       streaming.state_init = vm["state-init"].as<std::string>();
     }
-    auto target = open_model_file(vm["model"].as<std::string>(), inputs, vm["time-axis"].as<int64_t>(), scale, streaming);
+    const std::string path = vm["model"].as<std::string>();
+    const int64_t time_axis = vm["time-axis"].as<int64_t>();
+    if (!vm.count("input")) {
+      inputs = infer_model_inputs(path, time_axis, streaming);
+      for (const auto& b : inputs) inferred.emplace_back(b.name, binding_kind(b));
+    }
+    auto target = open_model_file(path, inputs, time_axis, scale, streaming);
     // A file that runs at one length is audited there without being told; any other needs --seq-len.
     const DeclaredRange lengths = target->seq_len_range();
     if (vm.count("seq-len"))
@@ -273,7 +289,8 @@ int audit_main(int argc, char** argv) {
     if (sources != 1) throw InputError("give exactly one of --model, --mixer/--checkpoint, --suite");
     if (vm.count("suite")) return run_suite(vm["suite"].as<std::string>(), opt, json_path);
 
-    std::unique_ptr<AuditTarget> target = make_target(vm, opt);
+    InputsInferred inferred;
+    std::unique_ptr<AuditTarget> target = make_target(vm, opt, inferred);
     place_on_device(*target, opt.device);
     if (vm.count("seq-lens")) opt.seq_lens = parse_int_list(vm["seq-lens"].as<std::string>(), "--seq-lens");
     for (int64_t l : opt.seq_lens)
@@ -291,9 +308,10 @@ int audit_main(int argc, char** argv) {
       result = run_causality_audit(*target, opt);
     }
     run_model_checks(*target, opt, only, result);
-    const std::string summary = summarize(result);
+    const std::string summary = with_inputs_inferred(summarize(result), inferred);
     std::cout << summary;
-    const nlohmann::json facts = to_json(result);
+    nlohmann::json facts = to_json(result);
+    add_inputs_inferred(facts, inferred);
     if (!json_path.empty() && dist::is_main()) write_file_atomic(json_path, facts.dump(2) + "\n");
     if (vm.count("leak-map") && dist::is_main()) {
       const std::string path = vm["leak-map"].as<std::string>();

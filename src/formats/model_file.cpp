@@ -66,9 +66,34 @@ std::string format_of(const std::string& path, std::string* other_zip) {
   return "";
 }
 
+InputError neither_format(const std::string& path, const std::string& other_zip) {
+  return InputError(fmt::format("{}: a zip file that is neither a torch.export archive nor TorchScript ({}); save the "
+                                "model with torch.export.save or torch.jit.save",
+                                path, other_zip));
+}
+
+#ifdef GRASSAUDIT_NO_ONNX
+InputError no_onnx_reader(const std::string& path) {
+  return InputError(fmt::format("{}: an ONNX model, and this grassaudit was built without its ONNX reader "
+                                "(-DGRASSAUDIT_ONNX=OFF); use a build with libonnx-dev",
+                                path));
+}
+#endif
+
 }  // namespace
 
 std::string model_file_format(const std::string& path) { return format_of(path, nullptr); }
+
+std::string readable_model_format(const std::string& path) {
+  read_file(path);  // missing / directory / unreadable: one-line error naming the path
+  std::string other_zip;
+  const std::string format = format_of(path, &other_zip);
+#ifdef GRASSAUDIT_NO_ONNX
+  if (format == "onnx") throw no_onnx_reader(path);
+#endif
+  if (format.empty() && !other_zip.empty()) throw neither_format(path, other_zip);
+  return format.empty() ? "torchscript" : format;
+}
 
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,
                                                  int64_t time_axis, double feature_scale,
@@ -79,9 +104,7 @@ std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const 
 #ifndef GRASSAUDIT_NO_ONNX
   if (format == "onnx") return std::make_unique<OnnxTarget>(path, inputs, time_axis, feature_scale, streaming);
 #else
-  if (format == "onnx")
-    throw InputError(fmt::format("{}: an ONNX model, and this grassaudit was built without its ONNX reader "
-                                 "(-DGRASSAUDIT_ONNX=OFF); use a build with libonnx-dev", path));
+  if (format == "onnx") throw no_onnx_reader(path);
 #endif
   if (streaming.active())
     throw InputError(fmt::format("{}: --state is for streaming ONNX models (this file is {})", path,
@@ -90,10 +113,7 @@ std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const 
     if (b.kind == InputBinding::Kind::kConst && format != "torch.export")
       throw InputError(fmt::format("{}: --input {}: const inputs are for graph files (ONNX, torch.export)", path, b.str()));
   if (format == "torch.export") return std::make_unique<ExportedProgramTarget>(path, inputs, time_axis, feature_scale);
-  if (!other_zip.empty())
-    throw InputError(fmt::format("{}: a zip file that is neither a torch.export archive nor TorchScript ({}); save the "
-                                 "model with torch.export.save or torch.jit.save",
-                                 path, other_zip));
+  if (!other_zip.empty()) throw neither_format(path, other_zip);
   // TorchScript, and everything that is not a format read here: the TorchScript loader's
   // explanation names what the file is (a torch.save file, not a zip, a damaged archive).
   return std::make_unique<TorchScriptTarget>(path, inputs, time_axis, feature_scale);

@@ -24,6 +24,11 @@ namespace grassaudit {
 // is neither (open_model_file then says what it is).
 std::string model_file_format(const std::string& path);
 
+// The format a reader opens the file at `path` as: "onnx", "torch.export", or "torchscript" (also
+// for a file of neither, whose loader says what it is). InputError, one line, when the file is
+// missing, a zip of neither format, or ONNX in a build without the ONNX reader.
+std::string readable_model_format(const std::string& path);
+
 // Opens the model at `path`. InputError, one line, when the file is missing, of no format read
 // here, damaged, or its arguments do not take `inputs`.
 std::unique_ptr<ModelFileTarget> open_model_file(const std::string& path, const std::vector<InputBinding>& inputs,

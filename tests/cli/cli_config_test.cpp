@@ -98,7 +98,8 @@ TEST(CliConfig, AuditSourcesAndFlags) {
       {{"--model", ok, "--mixer", "past"}, {"exactly one of"}},
       {{"--model", ok, "--checkpoint", "x.ckpt"}, {"exactly one of"}},
       {{"--suite", "audits/controls.json", "--mixer", "past"}, {"exactly one of"}},
-      {{"--model", ok, "--seq-len", "8"}, {"--model needs --input"}},
+      // Without --input the file's inputs are read; a cumulative mean says nothing of them.
+      {{"--model", ok, "--seq-len", "8"}, {"cannot infer the inputs: x (", "pass --input x="}},
       {{"--model", ok, "--input", "features:4"}, {"--model needs --seq-len"}},
       {{"--model", ok, "--input", "features:0", "--seq-len", "8"}, {"--input", "'0'"}},
       {{"--model", ok, "--input", "tokens:", "--seq-len", "8"}, {"--input"}},

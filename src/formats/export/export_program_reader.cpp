@@ -69,6 +69,7 @@ void ExportedProgram::Impl::parse_inputs(const json& graph, const json& sig,
       name = field(*v2, "name", where).get<std::string>();
       ExportedInput in;
       in.name = name;
+      in.shape_known = tensor_values.contains(name);
       if (tensor_values.contains(name)) {
         const json& meta = tensor_values[name];
         in.dtype = scalar_type(field(meta, "dtype", where).get<int64_t>());

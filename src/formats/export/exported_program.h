@@ -66,6 +66,9 @@ class ExportedProgram : public GraphProgram {
   bool has_no_grad_region() const override;
   // The node targets, in graph order, unique (the census of the README).
   std::vector<std::string> op_census() const override;
+  // aten.embedding or aten.index_select (dim 0) on a parameter, buffer or constant with the input
+  // as its indices: that table's first dimension (formats/export/export_lookup_tables.cpp).
+  std::optional<int64_t> lookup_table_rows(size_t input) const override;
 
  private:
   ExportedProgram();

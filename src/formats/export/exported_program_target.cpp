@@ -7,9 +7,7 @@
 
 namespace grassaudit {
 
-namespace {
-
-std::unique_ptr<GraphProgram> load_archive(const std::string& path) {
+std::unique_ptr<GraphProgram> load_export_archive(const std::string& path) {
   try {
     return ExportedProgram::load(path);
   } catch (const InputError& e) {
@@ -19,10 +17,8 @@ std::unique_ptr<GraphProgram> load_archive(const std::string& path) {
   }
 }
 
-}  // namespace
-
 ExportedProgramTarget::ExportedProgramTarget(const std::string& path, const std::vector<InputBinding>& inputs,
                                              int64_t time_axis, double feature_scale)
-    : GraphProgramTarget("torch.export", path, load_archive(path), inputs, time_axis, feature_scale) {}
+    : GraphProgramTarget("torch.export", path, load_export_archive(path), inputs, time_axis, feature_scale) {}
 
 }  // namespace grassaudit

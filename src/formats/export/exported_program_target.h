@@ -1,6 +1,7 @@
 #pragma once
 // Audit target for a torch.export archive (.pt2): the graph interpreter of
 // formats/export/exported_program.h seen through GraphProgramTarget.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,9 @@
 #include "formats/graph/graph_program_target.h"
 
 namespace grassaudit {
+
+// The archive at `path` as a graph; InputError, one line naming the path, when it cannot be read.
+std::unique_ptr<GraphProgram> load_export_archive(const std::string& path);
 
 class ExportedProgramTarget : public GraphProgramTarget {
  public:

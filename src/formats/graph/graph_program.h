@@ -22,6 +22,8 @@ struct GraphInput {
   std::vector<std::optional<int64_t>> sizes;
   // Per dimension: the symbol's range when symbolic ({min, max}; max -1: unbounded).
   std::vector<std::pair<int64_t, int64_t>> ranges;
+  // Whether the file declares the rank at all (sizes empty and shape_known: a scalar).
+  bool shape_known = true;
 };
 
 class GraphProgram {
@@ -53,6 +55,13 @@ class GraphProgram {
   virtual bool has_no_grad_region() const { return false; }
   // The node kinds, in graph order, unique.
   virtual std::vector<std::string> op_census() const = 0;
+  // The rows of the table user input `input` indexes: the first dimension of a weight the file
+  // holds that the input looks up (an embedding), so ids below it are valid; nullopt when the
+  // graph shows no such lookup (the smallest table when it shows several).
+  virtual std::optional<int64_t> lookup_table_rows(size_t input) const {
+    (void)input;
+    return std::nullopt;
+  }
 };
 
 }  // namespace grassaudit

@@ -191,6 +191,7 @@ void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_ro
     const auto dt = scalar_type_of(tt.elem_type(), &why);
     if (!dt) fail(fmt::format("input '{}': {}", in.name(), why));
     u.dtype = *dt;
+    u.shape_known = tt.has_shape() && !sequence;
     if (tt.has_shape() && !sequence)
       for (const auto& d : tt.shape().dim()) {
         if (d.has_dim_value() && d.dim_value() < 0)
@@ -473,6 +474,7 @@ std::unique_ptr<OnnxProgram> OnnxProgram::from_bytes(const std::string& bytes, c
 }
 
 const std::vector<GraphInput>& OnnxProgram::inputs() const { return impl_->user_inputs; }
+const onnx::ModelProto& OnnxProgram::model_proto() const { return impl_->model; }
 const std::vector<std::string>& OnnxProgram::output_names() const { return impl_->output_names; }
 GraphProgram::NamedTensors& OnnxProgram::parameters() { return impl_->parameters; }
 GraphProgram::NamedTensors& OnnxProgram::buffers() { return impl_->none; }

@@ -16,6 +16,10 @@
 #include "formats/graph/graph_program.h"
 #include "formats/onnx/onnx_op.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace grassaudit::onnx_rt {
 
 class OnnxProgram : public GraphProgram {
@@ -48,6 +52,11 @@ class OnnxProgram : public GraphProgram {
   std::vector<std::string> op_census() const override;
   // The default domain's opset the model imports.
   int64_t opset() const;
+  // The model as read (its graph's nodes, initializers and declared inputs).
+  const onnx::ModelProto& model_proto() const;
+  // A Gather on an initializer (axis 0) with the input as its indices, through Cast and Identity
+  // nodes: the initializer's first dimension (formats/onnx/onnx_lookup_tables.cpp).
+  std::optional<int64_t> lookup_table_rows(size_t input) const override;
 
   // The newest default-domain opset this libonnx knows.
   static int64_t newest_opset();

@@ -11,12 +11,11 @@ namespace grassaudit {
 
 namespace {
 
-std::unique_ptr<GraphProgram> load_model(const std::string& path, const StreamingOptions& streaming,
-                                         const std::vector<InputBinding>& inputs, int64_t time_axis) {
+// Anything the reader refuses is one line naming the file.
+template <class F>
+auto named(const std::string& path, F f) {
   try {
-    std::unique_ptr<onnx_rt::OnnxProgram> program = onnx_rt::OnnxProgram::load(path);
-    if (!streaming.active()) return program;
-    return std::make_unique<onnx_rt::StreamingProgram>(std::move(program), streaming, inputs, time_axis);
+    return f();
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: ONNX model: {}", path, e.what()));
   } catch (const c10::Error& e) {
@@ -24,7 +23,20 @@ std::unique_ptr<GraphProgram> load_model(const std::string& path, const Streamin
   }
 }
 
+std::unique_ptr<GraphProgram> load_model(const std::string& path, const StreamingOptions& streaming,
+                                         const std::vector<InputBinding>& inputs, int64_t time_axis) {
+  return named(path, [&]() -> std::unique_ptr<GraphProgram> {
+    std::unique_ptr<onnx_rt::OnnxProgram> program = onnx_rt::OnnxProgram::load(path);
+    if (!streaming.active()) return program;
+    return std::make_unique<onnx_rt::StreamingProgram>(std::move(program), streaming, inputs, time_axis);
+  });
+}
+
 }  // namespace
+
+std::unique_ptr<GraphProgram> load_onnx_program(const std::string& path) {
+  return named(path, [&]() -> std::unique_ptr<GraphProgram> { return onnx_rt::OnnxProgram::load(path); });
+}
 
 OnnxTarget::OnnxTarget(const std::string& path, const std::vector<InputBinding>& inputs, int64_t time_axis,
                        double feature_scale, const StreamingOptions& streaming)

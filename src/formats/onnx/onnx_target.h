@@ -6,6 +6,7 @@
 //
 // A streaming model (x_chunk, state...) -> (y, state'...) is run by the StreamingProgram of
 // formats/onnx/streaming_program.h when --state pairs are given.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "audit/model_file_target.h"
 
 namespace grassaudit {
+
+// The ONNX model at `path` as a graph (one step of a streaming model, its states among its
+// inputs); InputError, one line naming the path, when it cannot be read or run.
+std::unique_ptr<GraphProgram> load_onnx_program(const std::string& path);
 
 class OnnxTarget : public GraphProgramTarget {
  public:

@@ -48,9 +48,7 @@ InputBinding one_input(const InputSpec& in) {
 TorchScriptTarget::TorchScriptTarget(const std::string& path, const InputSpec& input)
     : TorchScriptTarget(path, std::vector<InputBinding>{one_input(input)}, 1, input.feature_scale) {}
 
-TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs,
-                                     int64_t time_axis, double feature_scale)
-    : path_(path), dtype_(at::kFloat) {
+std::unique_ptr<torch::jit::Module> load_torchscript_module(const std::string& path) {
   read_file(path);  // missing / directory / unreadable: one-line error naming the path
   ensure_torch2_ops();  // what PyTorch 2.x files call and this LibTorch lacks
   // The audit runs the model's own arithmetic, op by op: no fuser. LibTorch 2.x fuses elementwise
@@ -60,15 +58,23 @@ TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<
   // passes of different shapes. 1.13 does not fuse on the CPU: nothing changes there.
   torch::jit::setTensorExprFuserEnabled(false);
   check_archive_pickles(path, "damaged TorchScript file");  // before the unpickler sizes anything
+  std::unique_ptr<torch::jit::Module> module;
   try {
-    module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
+    module = std::make_unique<torch::jit::Module>(torch::jit::load(path));
   } catch (const c10::Error& e) {
     throw InputError(fmt::format("{}: {}", path, explain_torchscript_load_failure(path, e.what_without_backtrace())));
   } catch (const std::exception& e) {
     throw InputError(fmt::format("{}: {}", path, explain_torchscript_load_failure(path, e.what())));
   }
-  if (!module_->find_method("forward"))
+  if (!module->find_method("forward"))
     throw InputError(fmt::format("{}: TorchScript module has no forward method", path));
+  return module;
+}
+
+TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs,
+                                     int64_t time_axis, double feature_scale)
+    : path_(path), dtype_(at::kFloat) {
+  module_ = load_torchscript_module(path);
   try {
     signature_ = ModelSignature(forward_arguments(*module_), inputs, time_axis, feature_scale);
   } catch (const InputError& e) {

@@ -16,6 +16,11 @@ struct Module;
 
 namespace grassaudit {
 
+// The module in the TorchScript file at `path`, with the ops PyTorch 2.x files call registered.
+// InputError, one line naming the path, when it is missing, not TorchScript (the loader's
+// explanation: a torch.save file, not a zip, a damaged archive) or has no forward.
+std::unique_ptr<torch::jit::Module> load_torchscript_module(const std::string& path);
+
 class TorchScriptTarget : public ModelFileTarget {
  public:
   // InputError when the file is missing, not TorchScript, has no forward, or its arguments do

@@ -23,6 +23,7 @@
 #include "audit/audit_refusal.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
+#include "audit/inputs_inferred.h"
 #include "audit/model_file_target.h"
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
@@ -501,8 +502,12 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
     }
     py::dict d;
     d["ok"] = true;
-    d["json"] = to_json(result).dump(2) + "\n";
-    d["summary"] = summarize(result);
+    // The inputs the package read from the module when none were given (grassaudit/_infer.py).
+    const auto inferred = option<InputsInferred>(o, "inputs_inferred", {});
+    nlohmann::json facts = to_json(result);
+    add_inputs_inferred(facts, inferred);
+    d["json"] = facts.dump(2) + "\n";
+    d["summary"] = with_inputs_inferred(summarize(result), inferred);
     d["leaky"] = result.leaky();
     return d;
   } catch (PythonInterrupt& interrupt) {

@@ -23,6 +23,7 @@ try:  # the property search's RapidCheck runner: its own module (src/python/setu
 except ImportError as e:
     _engine.set_property_runner(None, f"the package was built without its RapidCheck runner: {e}")
 from ._adapter import ModuleAdapter
+from ._infer import infer_inputs
 from ._preserve import preserved
 
 __all__ = ["audit", "Report", "AuditError", "ModelError", "ForwardError", "RefusedError"]
@@ -150,7 +151,7 @@ def _seq_lens(value: Union[None, str, Sequence[int]]) -> List[int]:
     return [int(v) for v in value]
 
 
-def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: int, *,
+def audit(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None, seq_len: Optional[int] = None, *,
           seq_lens: Union[None, str, Sequence[int]] = None, time_axis: int = 1, mode: str = "both",
           output: Optional[str] = None, allow_lookahead: int = 0, window: Optional[int] = None,
           batch: int = 32, trials: int = 3, seed: int = 1234, feature_scale: float = 1.0,
@@ -161,7 +162,10 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
     """Audits `model` as `grassaudit audit --model FILE` audits a saved one.
 
     inputs: the CLI's --input values ([NAME=]tokens:V | features:C | ones | zeros), one per
-    forward argument, matched to forward's signature in order or by NAME. The other keywords are
+    forward argument, matched to forward's signature in order or by NAME. Left out (None), they are
+    read from the module (grassaudit/_infer.py): input_ids-like arguments tokens:V from the first
+    nn.Embedding, a mask ones, the other argument from the first nn.Embedding, nn.Linear or
+    nn.Conv1d; the report's `inputs_inferred` and its summary say what. The other keywords are
     the CLI's flags by name (--allow-lookahead K is allow_lookahead=K, --no-length-check is
     no_length_check=True; seq_lens takes a list or the CLI's "64,32"). device: where the model runs
     and is probed ("cpu", "cuda", "cuda:N", a torch.device); None audits it where it is (its first
@@ -179,6 +183,12 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
     if isinstance(model, torch.jit.ScriptModule):
         raise ValueError("grassaudit.audit takes an eager torch.nn.Module, got a TorchScript module: pass the module "
                          "before torch.jit.script, or save it (torch.jit.save) and run grassaudit audit --model FILE")
+    if seq_len is None:
+        raise ValueError("grassaudit.audit needs seq_len (the sequence length L)")
+    inferred = None
+    if inputs is None:
+        inferred = infer_inputs(model, f"nn.Module {type(model).__name__}")
+        inputs = [f"{name}={kind}" for name, kind in inferred]
     if isinstance(inputs, str):
         inputs = [inputs]
     options: Dict[str, Any] = dict(
@@ -189,7 +199,7 @@ def audit(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: in
         no_length_check=bool(no_length_check), no_batch_check=bool(no_batch_check),
         no_train_proof=bool(no_train_proof), property=None if property is None else int(property),
         incremental=bool(incremental), probe_every_row=bool(probe_every_row),
-        device=None if device is None else str(device))
+        device=None if device is None else str(device), inputs_inferred=inferred)
     if threads is not None and int(threads) < 0:
         raise ValueError(f"--threads must be >= 0 (0 = all cores), got {threads}")
     adapter = ModuleAdapter(model)

@@ -1,5 +1,5 @@
 """Asserts for test suites (pytest or unittest, no plugin): the audit as an assertion."""
-from typing import Any, Dict, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import torch
 
@@ -20,7 +20,8 @@ def _evidence(report: Any) -> str:
     return ""
 
 
-def assert_causal(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: int, **options: Any):
+def assert_causal(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None, seq_len: Optional[int] = None,
+                  **options: Any):
     """Audits `model` (grassaudit.audit, same arguments) and raises AssertionError unless every
     property of the contract holds; the message is the CLI's summary and the first evidence (the
     output position, the future position that moved it, by how much). Returns the report."""
@@ -31,8 +32,8 @@ def assert_causal(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq
     return report
 
 
-def assert_incremental_consistent(model: torch.nn.Module, inputs: Union[str, Sequence[str]], seq_len: int,
-                                  **options: Any):
+def assert_incremental_consistent(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None,
+                                  seq_len: Optional[int] = None, **options: Any):
     """The incremental path (model.init_state(batch) -> state, model.step(x, state) -> (y, state))
     against forward, as `grassaudit audit --incremental`: AssertionError with the summary and the
     first evidence when any violation is found. Returns the report."""
