@@ -10,7 +10,7 @@
 
 namespace grassaudit {
 
-std::string dtype_name(c10::ScalarType t) {
+std::string element_type_name(c10::ScalarType t) {
   switch (t) {
     case c10::ScalarType::Float: return "float32";
     case c10::ScalarType::Double: return "float64";

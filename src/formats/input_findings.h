@@ -23,7 +23,7 @@ struct InputFinding {
 };
 
 // "float32", "int64", "bool": the names PyTorch and ONNX users read.
-std::string dtype_name(c10::ScalarType t);
+std::string element_type_name(c10::ScalarType t);
 // An attention-mask-like name: it contains "mask" (any case).
 bool looks_like_mask(const std::string& name);
 

@@ -28,7 +28,7 @@ std::vector<InputFinding> find_graph_inputs(const GraphProgram& program, int64_t
     if (bound_elsewhere.count(in.name)) continue;
     InputFinding f;
     f.name = in.name;
-    f.described = fmt::format("{} {}", dtype_name(in.dtype), shape_text(in));
+    f.described = fmt::format("{} {}", element_type_name(in.dtype), shape_text(in));
     const bool is_bool = in.dtype == at::kBool;
     const bool integer = at::isIntegralType(in.dtype, /*includeBool=*/false);
     const bool floating = at::isFloatingType(in.dtype);
