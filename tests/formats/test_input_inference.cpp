@@ -235,7 +235,7 @@ def forward(self, x):
   m.register_module("lin", lin);
   m.define(R"(
 def forward(self, x, scale: Optional[Tensor] = None):
-    h = self.lin(x)
+    h = self.lin.forward(x)
     if scale is not None:
         h = h * scale
     return h
@@ -334,7 +334,9 @@ TEST(InputInference, NeverContradictsASuite) {
         ASSERT_LT(at, found.size()) << text << " binds no inferred input: " << describe_bindings(found);
         bound[at] = true;
         const InputBinding& f = found[at];
-        if (f.kind == InputBinding::Kind::kOnes) continue;
+        // A mask held at ones, or an input the suite holds fixed on purpose (it perturbs one kind
+        // of input per model): nothing to contradict.
+        if (f.kind == InputBinding::Kind::kOnes || !g.perturbed()) continue;
         EXPECT_EQ(binding_kind(f), binding_kind(g)) << f.name;
         ++compared;
       }
