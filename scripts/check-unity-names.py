@@ -77,6 +77,18 @@ def macro_declared(statement):
     return set(re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)", statement))
 
 
+def internal_declared(statement, scope):
+    """The internal-linkage names one statement at namespace scope declares: in an anonymous
+    namespace every name (macro calls' too), in a named one only a `static` declaration's."""
+    if scope == "anon":
+        name = declared_name(statement)
+        return macro_declared(statement) | ({name} if name else set())
+    if re.match(r"(?:inline )?static ", statement):
+        name = declared_name(statement)
+        return {name} if name else set()
+    return set()
+
+
 def internal_names(path):
     """Names with internal linkage (anonymous namespaces, namespace-scope `static`), macros left
     defined, whether a `using namespace` stands at namespace scope, and every word of the file."""
@@ -102,11 +114,7 @@ def internal_names(path):
             elif re.search(r"(?:^|\s)namespace\s+[\w:]+\s*$", s):
                 kind = "ns"
             elif stack and stack[-1] in ("anon", "ns"):
-                if stack[-1] == "anon":
-                    names |= macro_declared(s)
-                name = declared_name(s)
-                if name and (stack[-1] == "anon" or re.match(r"(?:inline )?static ", s)):
-                    names.add(name)
+                names |= internal_declared(s, stack[-1])
             stack.append(kind)
             stmt = []
         elif c == "}":
@@ -120,11 +128,7 @@ def internal_names(path):
             if s.startswith("using namespace") and all(k in ("anon", "ns") for k in stack):
                 global_using.add(re.sub(r"\s+", "", s[len("using namespace"):]))  # reaches the next file
             if stack and stack[-1] in ("anon", "ns"):
-                if stack[-1] == "anon":
-                    names |= macro_declared(s)
-                name = declared_name(s)
-                if name and (stack[-1] == "anon" or re.match(r"(?:inline )?static |static ", s)):
-                    names.add(name)
+                names |= internal_declared(s, stack[-1])
             stmt = []
         else:
             stmt.append(c)
