@@ -20,6 +20,15 @@ struct InputFinding {
   std::optional<InputBinding> binding;  // named; nullopt: the file does not say enough
   std::string pass;                     // what to do instead: "pass --input x=features:C"
   bool left_out = false;                // an argument with a default, left to it
+
+  // Binds this input, by its name, as `kind` (V or C in `size`; 0 for ones).
+  void bind(InputBinding::Kind kind, int64_t size) {
+    InputBinding b;
+    b.kind = kind;
+    b.name = name;
+    b.size = size;
+    binding = b;
+  }
 };
 
 // "float32", "int64", "bool": the names PyTorch and ONNX users read.

@@ -33,20 +33,13 @@ std::vector<InputFinding> find_graph_inputs(const GraphProgram& program, int64_t
     const bool integer = at::isIntegralType(in.dtype, /*includeBool=*/false);
     const bool floating = at::isFloatingType(in.dtype);
     const int64_t rank = in.shape_known ? static_cast<int64_t>(in.sizes.size()) : -1;
-    auto bind = [&](InputBinding::Kind kind, int64_t size) {
-      InputBinding b;
-      b.kind = kind;
-      b.name = in.name;
-      b.size = size;
-      f.binding = b;
-    };
     if (integer && rank != 0)
-      if (auto rows = program.lookup_table_rows(i); rows && *rows > 0) bind(InputBinding::Kind::kTokens, *rows);
-    if (!f.binding && (integer || is_bool) && rank != 0 && looks_like_mask(in.name)) bind(InputBinding::Kind::kOnes, 0);
+      if (auto rows = program.lookup_table_rows(i); rows && *rows > 0) f.bind(InputBinding::Kind::kTokens, *rows);
+    if (!f.binding && (integer || is_bool) && rank != 0 && looks_like_mask(in.name)) f.bind(InputBinding::Kind::kOnes, 0);
     // The feature dimension is the one that is neither the batch (0) nor time.
     if (!f.binding && floating && rank == 3 && (time_axis == 1 || time_axis == 2)) {
       const auto& c = in.sizes[static_cast<size_t>(3 - time_axis)];
-      if (c && *c > 0) bind(InputBinding::Kind::kFeatures, *c);
+      if (c && *c > 0) f.bind(InputBinding::Kind::kFeatures, *c);
     }
     if (!f.binding) {
       const std::string kind = rank == 0  ? "const:VALUE"

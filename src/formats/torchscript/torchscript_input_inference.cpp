@@ -237,26 +237,19 @@ std::vector<InputFinding> find_torchscript_inputs(const torch::jit::Module& modu
     const bool has_default = args[i].default_value().has_value();
     f.described = tensor ? fmt::format("{}; dtype and shape not declared", args[i].type()->annotation_str())
                          : args[i].type()->annotation_str();
-    auto bind = [&](InputBinding::Kind kind, int64_t size) {
-      InputBinding b;
-      b.kind = kind;
-      b.name = f.name;
-      b.size = size;
-      f.binding = b;
-    };
     if (tensor && reader) {
       try {
         if (auto rows = reader->table_rows(reader->argument(i))) {
-          bind(InputBinding::Kind::kTokens, *rows);
+          f.bind(InputBinding::Kind::kTokens, *rows);
         } else if (time_axis == 1 || time_axis == 2) {
           if (auto c = reader->features(reader->argument(i), time_axis == 2); c && *c > 0)
-            bind(InputBinding::Kind::kFeatures, *c);
+            f.bind(InputBinding::Kind::kFeatures, *c);
         }
       } catch (const std::exception&) {
         f.binding.reset();
       }
     }
-    if (!f.binding && tensor && !has_default && looks_like_mask(f.name)) bind(InputBinding::Kind::kOnes, 0);
+    if (!f.binding && tensor && !has_default && looks_like_mask(f.name)) f.bind(InputBinding::Kind::kOnes, 0);
     if (!f.binding) {
       f.left_out = has_default;
       f.pass = tensor ? fmt::format("pass --input {}=tokens:V or {}=features:C", f.name, f.name)
