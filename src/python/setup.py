@@ -128,10 +128,49 @@ def compile_with_pch(build, inner):
     return compile
 
 
+# Unity batches as the CMake build makes them (src/pch/README.md): the engine's sources of one
+# folder, 8 to a unit, so the header's cost is paid once per batch. scripts/check-unity-names.py
+# reads these batches as it reads CMake's and stops the build where two files of a batch could
+# change each other's meaning.
+UNITY_BATCH = 8
+CHECK_UNITY = os.path.join(os.path.dirname(SRC), "scripts", "check-unity-names.py")
+
+
+def unity_batches(build_temp, files):
+    """The unity sources for files (absolute .cpp paths): one per folder and batch of UNITY_BATCH,
+    named largest first, since torch's ninja file lists its units by name: the longest units start
+    first and the two cores finish together."""
+    unity_dir = os.path.join(os.path.abspath(build_temp), "grassaudit_unity", "Unity")
+    os.makedirs(unity_dir, exist_ok=True)
+    by_folder = {}
+    for f in files:
+        by_folder.setdefault(os.path.dirname(f), []).append(f)
+    batches = []
+    for folder, group in sorted(by_folder.items()):
+        tag = os.path.relpath(folder, SRC).replace(os.sep, "_")
+        for k in range(0, len(group), UNITY_BATCH):
+            batches.append(("%s_%d" % (tag, k // UNITY_BATCH), group[k:k + UNITY_BATCH]))
+    batches.sort(key=lambda b: -sum(os.path.getsize(f) for f in b[1]))
+    wanted = {}
+    for rank, (name, group) in enumerate(batches):
+        path = os.path.join(unity_dir, "unity_%02d_%s_cxx.cxx" % (rank, name))
+        wanted[path] = "".join('#include "%s"\n' % f for f in group)
+    for old in glob.glob(os.path.join(unity_dir, "unity_*.cxx")):
+        if old not in wanted:
+            os.remove(old)
+    for path, text in wanted.items():
+        if not os.path.exists(path) or open(path).read() != text:  # unchanged: ninja keeps its object
+            with open(path, "w") as fh:
+                fh.write(text)
+    if os.path.exists(CHECK_UNITY):
+        subprocess.check_call([sys.executable, CHECK_UNITY, os.path.dirname(unity_dir)])
+    return list(wanted)
+
+
 class Build(BuildExtension):
     """torch's BuildExtension gives every extension torch's C++ ABI flag; the runner uses none of
     torch, only RapidCheck, whose library is built with the system's (the new) std::string ABI.
-    The engine's units share one precompiled header."""
+    The engine's units share one precompiled header and compile in unity batches."""
 
     def build_extension(self, ext):
         if ext.name == "grassaudit._property_runner":
@@ -139,6 +178,7 @@ class Build(BuildExtension):
                                       if not a.startswith("-D_GLIBCXX_USE_CXX11_ABI")] + ["-D_GLIBCXX_USE_CXX11_ABI=1"]
             super().build_extension(ext)
             return
+        ext.sources = unity_batches(self.build_temp, [os.path.join(HERE, f) for f in ext.sources])
         inner = self.compiler.compile
         self.compiler.compile = compile_with_pch(self, inner)
         try:

@@ -98,6 +98,13 @@ inline Process spawn(const std::vector<std::string>& args, const std::string& io
     ::setenv("OMP_NUM_THREADS", "1", 1);
     ::setenv("GRASSAUDIT_CACHE", cache_dir.c_str(), 1);
     ::unsetenv("GRASSAUDIT_DATA");
+    // The settings a compute command re-executes itself to get (src/cli/main.cpp), given here:
+    // the same settings are in force, and each run loads one process image instead of two. A
+    // test that needs them unset says so in `env`.
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+      ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+      if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    }
     for (const auto& [k, v] : env) v.empty() ? ::unsetenv(k.c_str()) : ::setenv(k.c_str(), v.c_str(), 1);
     std::string bin = GRASSAUDIT_BINARY;
     std::vector<std::string> copy = args;
