@@ -13,6 +13,7 @@
 #include "audit/audit_shard.h"
 #include "audit/direction_draws.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 namespace grassaudit {
 
@@ -87,8 +88,15 @@ at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows
 // x: [rows, L(, C)] -> y: [rows, L, K], detached; InputError on a broken contract.
 at::Tensor Prober::run(const at::Tensor& x, bool check_finite_outputs) {
   record_forward(target_.dtype(), x.size(0), x.size(1));
-  auto y = target_.forward(x);
   const int64_t rows = x.size(0), L = x.size(1);
+  at::Tensor y;
+  try {
+    y = target_.forward(x);
+  } catch (const ForwardFailure&) {
+    throw;
+  } catch (const InputError& e) {
+    throw ForwardFailure(e.what(), L, first_line(e.what()));
+  }
   if (y.dim() < 2 || y.size(0) != rows || y.size(1) != L)
     throw InputError(fmt::format("{}: output shape [{}] does not start with [B, L] = [{}, {}]", target_.describe(),
                                  fmt::join(y.sizes().vec(), ", "), rows, L));
@@ -102,7 +110,7 @@ at::Tensor Prober::run(const at::Tensor& x, bool check_finite_outputs) {
 
 void Prober::check_finite(const at::Tensor& y) {
   if (!at::isfinite(y).all().item<bool>())
-    throw NonFiniteOutput(fmt::format("{}: model returned NaN or Inf outputs", target_.describe()));
+    throw NonFiniteOutput(fmt::format("{}: model returned NaN or Inf outputs", target_.describe()), y.size(1));
 }
 
 // y, y_ref [rows, L, K] -> [rows, L]: the same values as (y - y_ref).abs().amax(-1).
@@ -335,8 +343,12 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
       at::Tensor y_p;
       try {
         y_p = run_alone(x.narrow(1, 0, pe.prefix_len));                        // [1, p, K]
-      } catch (const NonFiniteOutput&) {
-        throw;  // it ran, and broke the output contract
+      } catch (const NonFiniteOutput& e) {
+        // NaN at this length on any input: the model does not run there. NaN on some inputs
+        // only broke the output contract.
+        if (try_forward(pe.prefix_len).empty()) throw;
+        pe.error = e.reason();
+        continue;
       } catch (const InputError& e) {
         pe.error = e.what();
         continue;

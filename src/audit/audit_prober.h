@@ -46,11 +46,25 @@ void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, doub
 // still runs. Keep row 0 of the output.
 at::Tensor as_pair(const at::Tensor& x);
 
+// A forward that did not run at one length: the model raised, or (NonFiniteOutput) returned NaN
+// or Inf. The audit skips such a length of its schedule and refuses only at the length asked for.
+class ForwardFailure : public InputError {
+ public:
+  ForwardFailure(const std::string& what, int64_t len, std::string reason)
+      : InputError(what), len_(len), reason_(std::move(reason)) {}
+  int64_t len() const { return len_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int64_t len_;
+  std::string reason_;
+};
+
 // The output contract's NaN/Inf error: an InputError the checks that skip what a model cannot
 // run (a batch size, a prefix length) must not swallow.
-class NonFiniteOutput : public InputError {
+class NonFiniteOutput : public ForwardFailure {
  public:
-  using InputError::InputError;
+  NonFiniteOutput(const std::string& what, int64_t len) : ForwardFailure(what, len, "NaN or Inf outputs") {}
 };
 
 // Batch independence at one (mode, length): the largest relative move of a kept row when the

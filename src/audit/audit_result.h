@@ -141,6 +141,14 @@ struct PropertyCounterexample {
 
 struct IncrementalResult;  // audit/incremental_audit.h
 
+// A length of the schedule the model does not run at, and why (its error's first line, or "NaN or
+// Inf outputs").
+struct SkippedLength {
+  int64_t length = 0;
+  std::string reason;
+  bool non_finite = false;
+};
+
 struct AuditResult {
   Verdict verdict = Verdict::kCausal;
   int64_t leak_horizon = 0;
@@ -152,6 +160,7 @@ struct AuditResult {
   std::vector<int64_t> seq_lens_planned;   // the schedule (longer than seq_lens if stopped_early)
   bool stopped_early = false;              // stop_when_leaky ended the schedule after a leak
   std::string lengths_why;                 // why the schedule is shorter than the default one ("": it is not)
+  std::vector<SkippedLength> lengths_skipped;  // lengths of the schedule where the model does not run
   bool rounding_only = false;
   int64_t probes = 0;
   double seconds = 0;

@@ -151,12 +151,12 @@ void validate_audit_options(const AuditOptions& opt) {
   if (opt.window && *opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
 }
 
-AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
-  const ExactCudaMath exact_math;  // every probe and decision in IEEE float32 / float64 (no TF32)
-  const auto t0 = Clock::now();
-  if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
-  validate_audit_options(opt);
+namespace {
 
+// One audit over the schedule `lens` (the first is the length asked for); a ForwardFailure from
+// any length ends it, the model put back as it came.
+AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const std::vector<int64_t>& lens,
+                             CostMeter& meter) {
   AuditResult r;
   r.lookahead = opt.lookahead;
   r.window = opt.window;
@@ -164,14 +164,11 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   r.target = target.describe();
   r.device = target.device().str();
   r.weights_sha256 = target.weights_hash();
-  const std::vector<int64_t> lens = opt.seq_lens.empty() ? audit_length_schedule(opt.seq_len) : opt.seq_lens;
   std::vector<AuditMode> modes;
   if (opt.eval_mode) modes.push_back(AuditMode::kEval);
   if (opt.train_mode) modes.push_back(AuditMode::kTrain);
 
   TargetStateGuard guard(target);
-  CostMeter meter;
-  const CostScope metered(meter);
   Prober prober(target, opt);
   const int64_t L = lens.front();
 
@@ -224,8 +221,49 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   r.unit_rows = opt.batch;
   r.unit_len = L;
   take_costs(meter, r);
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
+}
+
+}  // namespace
+
+AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
+  const ExactCudaMath exact_math;  // every probe and decision in IEEE float32 / float64 (no TF32)
+  const auto t0 = Clock::now();
+  if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
+  validate_audit_options(opt);
+  std::vector<int64_t> lens = opt.seq_lens.empty() ? audit_length_schedule(opt.seq_len) : opt.seq_lens;
+  // A length of the schedule where the model does not run (it raises, or returns NaN or Inf) is
+  // skipped and the audit starts again without it; the forwards already spent stay in the costs.
+  // The length asked for (the first) failing is the model's failure: refused.
+  std::vector<SkippedLength> skipped;
+  CostMeter meter;
+  const CostScope metered(meter);
+  for (;;) {
+    try {
+      AuditResult r = audit_at_lengths(target, opt, lens, meter);
+      std::stable_sort(skipped.begin(), skipped.end(),
+                       [](const SkippedLength& a, const SkippedLength& b) { return a.length > b.length; });
+      r.lengths_skipped = skipped;
+      std::vector<std::string> non_finite;
+      for (const auto& s : skipped)
+        if (s.non_finite) non_finite.push_back(std::to_string(s.length));
+      if (!non_finite.empty())
+        r.notes.push_back(fmt::format("the model returns NaN or Inf at L {} (a finding of its own: the audit could "
+                                      "not probe there)",
+                                      fmt::join(non_finite, ", ")));
+      r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return r;
+    } catch (const ForwardFailure& e) {
+      const auto it = std::find(lens.begin() + 1, lens.end(), e.len());
+      if (it == lens.end()) throw;
+      // Skipped only where the model fails at that length on a plain input too: a failure on
+      // some inputs only (a NaN in one probe pass) is the model's error, not the length's.
+      Prober confirm(target, opt);
+      if (confirm.try_forward(e.len()).empty()) throw;
+      skipped.push_back({e.len(), e.reason(), dynamic_cast<const NonFiniteOutput*>(&e) != nullptr});
+      lens.erase(it);
+    }
+  }
 }
 
 void run_model_checks(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>& output,
@@ -343,6 +381,11 @@ nlohmann::json to_json(const AuditResult& r) {
   j["seq_lens_planned"] = r.seq_lens_planned;
   j["lengths_probed"] = {{"lengths", r.seq_lens},
                          {"why", r.lengths_why.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.lengths_why)}};
+  if (!r.lengths_skipped.empty()) {
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& k : r.lengths_skipped) skipped.push_back({{"length", k.length}, {"reason", k.reason}});
+    j["lengths_skipped"] = skipped;
+  }
   j["modes_planned"] = r.modes_planned;
   j["probes"] = r.probes;
   j["seconds"] = r.seconds;
@@ -486,6 +529,10 @@ std::string summarize(const AuditResult& r) {
   s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
                    tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
   if (!r.lengths_why.empty()) s += fmt::format("  lengths probed: {}: {}\n", fmt::join(r.seq_lens, ", "), r.lengths_why);
+  if (!r.lengths_skipped.empty()) {
+    s += fmt::format("  lengths probed: {}; skipped where the model does not run:\n", fmt::join(r.seq_lens, ", "));
+    for (const auto& k : r.lengths_skipped) s += fmt::format("    L {}: {}\n", k.length, k.reason);
+  }
   for (const auto& check : registered_checks()) s += check->summary(r);
   s += cost_line(r);
   for (const auto& n : r.notes) s += "  note: " + n + "\n";

@@ -91,6 +91,17 @@ class Report:
         return self._dict.get("violations", [])
 
     @property
+    def lengths_probed(self) -> List[int]:
+        """The sequence lengths the audit ran at."""
+        return list(self._dict["lengths_probed"]["lengths"])
+
+    @property
+    def lengths_skipped(self) -> List[Dict[str, Any]]:
+        """Lengths of the schedule where the model does not run, each {length, reason} (the model
+        raised, or returned NaN or Inf there); empty when it ran at every one."""
+        return self._dict.get("lengths_skipped", [])
+
+    @property
     def outputs(self) -> List[Dict[str, Any]]:
         """Every output leaf, audited or skipped (one entry, path "", for a one-tensor output)."""
         return self._dict.get("outputs", [])
