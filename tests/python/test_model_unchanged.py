@@ -91,27 +91,48 @@ def test_unchanged_after_float64_model():
     assert all(p.dtype == torch.float64 for p in m.parameters())
 
 
+CALLS = {}
+
+
 class RaisesAt(nn.Module):
-    def __init__(self, length, exc):
+    """Raises at `length` once it has run there `after` times (mid-audit, after the conversions and
+    mode switches of the passes before). The count lives outside the module: the audit puts the
+    module's own attributes back after every pass."""
+
+    def __init__(self, length, exc, after=0):
         super().__init__()
         self.lin = nn.Linear(4, 4)
-        self.length, self.exc = length, exc
+        self.length, self.exc, self.after = length, exc, after
+        self.__dict__["_calls"] = CALLS.setdefault(id(self), [0])
 
     def forward(self, x):
         h = self.lin(x)
         if x.size(1) == self.length:
-            raise self.exc
+            self._calls[0] += 1
+            if self._calls[0] > self.after:
+                raise self.exc
         return torch.cumsum(h, dim=1)
 
 
 def test_unchanged_when_forward_raises():
     torch.manual_seed(5)
-    m = RaisesAt(8, ValueError("no length 8 here")).train()
+    m = RaisesAt(16, ValueError("no more length 16 here"), after=6).train()
     before = snapshot(m)
     with pytest.raises(grassaudit.ForwardError) as info:
-        grassaudit.audit(m, inputs=["features:4"], seq_len=16)  # schedule 16, 15, 8, 4, 2
-    assert str(info.value).endswith("ValueError: no length 8 here")
+        grassaudit.audit(m, inputs=["features:4"], seq_len=16)  # the length asked for: refused
+    assert str(info.value).endswith("ValueError: no more length 16 here")
     assert isinstance(info.value.__cause__, ValueError)
+    assert_same(m, before)
+
+
+def test_unchanged_when_a_shorter_length_raises():
+    torch.manual_seed(5)
+    m = RaisesAt(8, ValueError("no length 8 here")).train()
+    before = snapshot(m)
+    report = grassaudit.audit(m, inputs=["features:4"], seq_len=16)  # schedule 16, 15, 8, 4, 2: 8 skipped
+    assert [s["length"] for s in report.lengths_skipped] == [8]
+    assert report.lengths_skipped[0]["reason"].endswith("ValueError: no length 8 here")
+    assert report.verdict == "causal"
     assert_same(m, before)
 
 
