@@ -61,10 +61,11 @@ class ForwardFailure : public InputError {
 };
 
 // The output contract's NaN/Inf error: an InputError the checks that skip what a model cannot
-// run (a batch size, a prefix length) must not swallow.
+// run (a batch size, a prefix length) must not swallow. Its reason() is kNonFiniteReason.
+inline constexpr char kNonFiniteReason[] = "NaN or Inf outputs";
 class NonFiniteOutput : public ForwardFailure {
  public:
-  NonFiniteOutput(const std::string& what, int64_t len) : ForwardFailure(what, len, "NaN or Inf outputs") {}
+  NonFiniteOutput(const std::string& what, int64_t len) : ForwardFailure(what, len, kNonFiniteReason) {}
 };
 
 // Batch independence at one (mode, length): the largest relative move of a kept row when the

@@ -146,7 +146,6 @@ struct IncrementalResult;  // audit/incremental_audit.h
 struct SkippedLength {
   int64_t length = 0;
   std::string reason;
-  bool non_finite = false;
 };
 
 struct AuditResult {

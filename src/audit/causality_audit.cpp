@@ -246,7 +246,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
       r.lengths_skipped = skipped;
       std::vector<std::string> non_finite;
       for (const auto& s : skipped)
-        if (s.non_finite) non_finite.push_back(std::to_string(s.length));
+        if (s.reason == kNonFiniteReason) non_finite.push_back(std::to_string(s.length));
       if (!non_finite.empty())
         r.notes.push_back(fmt::format("the model returns NaN or Inf at L {} (a finding of its own: the audit could "
                                       "not probe there)",
@@ -260,7 +260,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
       // some inputs only (a NaN in one probe pass) is the model's error, not the length's.
       Prober confirm(target, opt);
       if (confirm.try_forward(e.len()).empty()) throw;
-      skipped.push_back({e.len(), e.reason(), dynamic_cast<const NonFiniteOutput*>(&e) != nullptr});
+      skipped.push_back({e.len(), e.reason()});
       lens.erase(it);
     }
   }
