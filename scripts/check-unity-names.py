@@ -10,7 +10,8 @@ batch (the unity_*.cxx files CMake writes) and fails, naming the files and the n
   - a file #defines a macro without #undef-ing it, and another file of the batch uses that word;
   - a file has `using namespace` at namespace scope (not in a function), ahead of another file of
     the batch without the same directive (the next file reopens the namespace, and the directive
-    is still there).
+    is still there), unless that file's code all stands inside the named namespace, where its
+    names are found first anyway.
     python3 scripts/check-unity-names.py BUILD_DIR
 Exit 0: every batch is safe; 1: a clash (one line each); 2: usage."""
 import glob
@@ -67,21 +68,30 @@ def declared_name(statement):
     while re.search(r"<[^<>]*>", s):             # template arguments, innermost first
         s = re.sub(r"<[^<>]*>", " ", s)
     s = re.split(r"[({\[;]", s, maxsplit=1)[0]
+    if re.search(r"::\s*~?\w+\s*$", s):      # Class::member defined out of its class: no new name
+        return None
     words = [w for w in re.findall(r"[A-Za-z_]\w*", s) if w not in KEYWORDS]
     return words[-1] if words else None
 
 
+# GoogleTest's and RapidCheck's test macros: TEST(Suite, Name) declares the class Suite_Name_Test,
+# and a suite's tests may spread over several files of one binary (gtest refuses a repeated pair).
+TEST_MACRO = re.compile(r"\b(?:TEST|TEST_F|TEST_P|TYPED_TEST|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP)\s*\(\s*(\w+)\s*,\s*(\w+)")
+
+
 def macro_declared(statement):
     """Names a macro call declares where a declaration may stand, e.g. UNARY(op_abs, ...): the
-    first argument of every all-caps call."""
-    return set(re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)", statement))
+    first argument of every all-caps call; a test macro's class name."""
+    tests = {f"{a}_{b}_Test" for a, b in TEST_MACRO.findall(statement)}
+    rest = TEST_MACRO.sub(" ", statement)
+    return tests | set(re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)", rest))
 
 
 def internal_declared(statement, scope):
     """The internal-linkage names one statement at namespace scope declares: in an anonymous
     namespace every name (macro calls' too), in a named one only a `static` declaration's."""
     if scope == "anon":
-        name = declared_name(statement)
+        name = None if TEST_MACRO.search(statement) else declared_name(statement)
         return macro_declared(statement) | ({name} if name else set())
     if re.match(r"(?:inline )?static ", statement):
         name = declared_name(statement)
@@ -91,7 +101,9 @@ def internal_declared(statement, scope):
 
 def internal_names(path):
     """Names with internal linkage (anonymous namespaces, namespace-scope `static`), macros left
-    defined, whether a `using namespace` stands at namespace scope, and every word of the file."""
+    defined, the namespaces a `using namespace` at namespace scope names, the one namespace all of
+    the file's code stands in (where such a directive changes nothing), and every word of the
+    file."""
     raw = open(path, encoding="utf-8", errors="replace").read()
     macros = set()
     for line in raw.splitlines():
@@ -103,6 +115,7 @@ def internal_names(path):
             macros.discard(m.group(1))
     text = "\n".join(l for l in strip(raw).splitlines() if not l.lstrip().startswith("#"))
     names, stack, stmt, global_using = set(), [], [], set()
+    top_ns, top_other = set(), False  # the namespaces opened at file scope; anything else there
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -115,6 +128,11 @@ def internal_names(path):
                 kind = "ns"
             elif stack and stack[-1] in ("anon", "ns"):
                 names |= internal_declared(s, stack[-1])
+            if not stack:
+                if kind == "ns":
+                    top_ns.add(s.split()[-1].split("::")[0])
+                else:
+                    top_other = True
             stack.append(kind)
             stmt = []
         elif c == "}":
@@ -129,11 +147,14 @@ def internal_names(path):
                 global_using.add(re.sub(r"\s+", "", s[len("using namespace"):]))  # reaches the next file
             if stack and stack[-1] in ("anon", "ns"):
                 names |= internal_declared(s, stack[-1])
+            elif not stack and s:
+                top_other = True
             stmt = []
         else:
             stmt.append(c)
         i += 1
-    return names, macros, global_using, set(re.findall(r"[A-Za-z_]\w*", text))
+    inside = top_ns if len(top_ns) == 1 and not top_other else set()
+    return names, macros, global_using, inside, set(re.findall(r"[A-Za-z_]\w*", text))
 
 
 def batches(build_dir):
@@ -160,16 +181,16 @@ def main():
         seen = {}
         facts = {f: internal_names(f) for f in files}
         for k, f in enumerate(files):
-            names, macros, global_using, _ = facts[f]
+            names, macros, global_using, _, _ = facts[f]
             for name in names:
                 if name in seen:
                     clashes.append(f"{name}: internal to both {seen[name]} and {f}")
                 seen.setdefault(name, f)
             for g in files[k + 1:]:
-                used = facts[g][3]
+                _, _, g_using, g_inside, used = facts[g]
                 for m in sorted(macros & used):
                     clashes.append(f"{m}: a macro of {f}, used in {g} after it")
-                for ns in sorted(global_using - facts[g][2]):  # harmless where g has the same directive
+                for ns in sorted(global_using - g_using - g_inside):  # harmless where g has it, or lives in ns
                     clashes.append(f"`using namespace {ns}` at namespace scope in {f}, ahead of {g}")
     for c in clashes:
         print(f"unity build: {c} (mark the source SKIP_UNITY_BUILD_INCLUSION or rename)", file=sys.stderr)

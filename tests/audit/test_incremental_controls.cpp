@@ -20,10 +20,10 @@
 using namespace grassaudit;
 
 namespace {
-const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
+const std::string kAuditsRoot = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 
 IncrementalResult audit_file(const std::string& file, const std::string& input = "tokens:64") {
-  TorchScriptTarget t(kDir + "incremental/" + file, {InputBinding::parse(input)});
+  TorchScriptTarget t(kAuditsRoot + "incremental/" + file, {InputBinding::parse(input)});
   IncrementalOptions o;
   o.seq_len = 32;
   return run_incremental_audit(t, o);
@@ -32,7 +32,7 @@ IncrementalResult audit_file(const std::string& file, const std::string& input =
 
 TEST(IncrementalControls, MatchBruteForce) {
   AuditOptions o;
-  auto results = run_audit_suite(kDir + "incremental.json", o, open_model_file);
+  auto results = run_audit_suite(kAuditsRoot + "incremental.json", o, open_model_file);
   ASSERT_GE(results.size(), 13u);
   for (const auto& r : results) EXPECT_TRUE(r.pass) << r.name << ": " << r.detail;
 }
@@ -56,7 +56,7 @@ TEST(IncrementalControls, TheMaskBugShowsOnlyWhenSeveralTokensArriveAfterAPrefix
 }
 
 TEST(IncrementalControls, ACacheInAModuleAttributeFailsIsolationAndTheModuleComesBackAsLoaded) {
-  TorchScriptTarget t(kDir + "incremental/cache_in_module_attribute.pt", {InputBinding::parse("tokens:64")});
+  TorchScriptTarget t(kAuditsRoot + "incremental/cache_in_module_attribute.pt", {InputBinding::parse("tokens:64")});
   IncrementalOptions o;
   o.seq_len = 32;
   const auto first = run_incremental_audit(t, o);

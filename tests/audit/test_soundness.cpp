@@ -20,8 +20,8 @@ using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
 
 namespace {
-AuditOptions opts(int64_t L) { return grassaudit::testing::audit_options(L, 3); }
-at::Tensor shift_left(const at::Tensor& x, int64_t D) {  // out_t = x_{t+D} (0 past the end)
+AuditOptions soundness_options(int64_t L) { return grassaudit::testing::audit_options(L, 3); }
+at::Tensor read_ahead_by(const at::Tensor& x, int64_t D) {  // out_t = x_{t+D} (0 past the end)
   const int64_t L = x.size(1);
   if (D >= L) return at::zeros_like(x);
   return at::constant_pad_nd(x.narrow(1, D, L - D), {0, 0, 0, D}, 0.0);
@@ -65,7 +65,7 @@ class RestoringTarget : public FunctionTarget {
 class FailingGradientTarget : public FunctionTarget {
  public:
   FailingGradientTarget()
-      : FunctionTarget("failing-gradient", 2, [](const at::Tensor& x, bool) { return x + 0.5 * shift_left(x, 2); }) {}
+      : FunctionTarget("failing-gradient", 2, [](const at::Tensor& x, bool) { return x + 0.5 * read_ahead_by(x, 2); }) {}
   at::Tensor forward_from_embedding(const at::Tensor&) override {
     TORCH_CHECK(false, "one of the variables needed for gradient computation has been modified by an inplace operation");
     return {};
@@ -75,7 +75,7 @@ class FailingGradientTarget : public FunctionTarget {
 
 TEST(SecondaryChecks, GradientMethodPutsStateBackOnlyAfterItsBackward) {
   RestoringTarget t;
-  auto r = run_causality_audit(t, opts(16));
+  auto r = run_causality_audit(t, soundness_options(16));
   EXPECT_EQ(r.verdict, Verdict::kCausal);
   ASSERT_TRUE(r.gradient.ran) << r.gradient.not_run;
   EXPECT_TRUE(r.gradient.agrees);
@@ -85,7 +85,7 @@ TEST(SecondaryChecks, GradientMethodPutsStateBackOnlyAfterItsBackward) {
 TEST(SecondaryChecks, AGradientMethodThatCannotRunIsReportedAndThePerturbationVerdictStands) {
   FailingGradientTarget t;
   AuditResult r;
-  ASSERT_NO_THROW(r = run_causality_audit(t, opts(16)));
+  ASSERT_NO_THROW(r = run_causality_audit(t, soundness_options(16)));
   EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 2);
   EXPECT_FALSE(r.gradient.ran);
@@ -100,15 +100,15 @@ TEST(SecondaryChecks, AGradientMethodThatCannotRunIsReportedAndThePerturbationVe
 TEST(SecondaryChecks, GradientsAreComparedWithTheirOwnMode) {
   // A leak in train mode only: eval-mode gradients see none, and that is no disagreement.
   FunctionTarget t("train-only", 2, [](const at::Tensor& x, bool training) {
-    return training ? x + 0.5 * shift_left(x, 3) : x * 1.0;
+    return training ? x + 0.5 * read_ahead_by(x, 3) : x * 1.0;
   });
-  auto r = run_causality_audit(t, opts(16));
+  auto r = run_causality_audit(t, soundness_options(16));
   EXPECT_EQ(r.leak_horizon, 3);
   ASSERT_TRUE(r.gradient.ran);
   EXPECT_EQ(r.gradient.mode, "eval");
   EXPECT_EQ(r.gradient.leak_horizon, 0);
   EXPECT_TRUE(r.gradient.agrees);
-  auto train_only = opts(16);
+  auto train_only = soundness_options(16);
   train_only.eval_mode = false;
   auto rt = run_causality_audit(t, train_only);
   ASSERT_TRUE(rt.gradient.ran);
@@ -170,8 +170,8 @@ at::Tensor wide_relu(const at::Tensor& x) {
 }  // namespace
 
 TEST(PrecisionFloor, PiecewiseLinearFloat64ModelReadsAFloat64Floor) {
-  FunctionTarget t("wide-relu", 3, [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-6 * shift_left(x, 1); });
-  auto r = run_causality_audit(t, opts(32));
+  FunctionTarget t("wide-relu", 3, [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-6 * read_ahead_by(x, 1); });
+  auto r = run_causality_audit(t, soundness_options(32));
   ASSERT_TRUE(r.precision_floor.has_value());
   EXPECT_TRUE(r.precision_floor->measured);
   EXPECT_LT(r.precision_floor->value, 1e-13);
@@ -184,8 +184,8 @@ TEST(PrecisionFloor, PiecewiseLinearFloat64ModelReadsAFloat64Floor) {
 TEST(PrecisionFloor, SmallLeakThroughAReluModelIsFound) {
   // About 1e-7 of the output scale: below what a floor inflated by kinks (1e-9 .. 1e-8) lets through.
   FunctionTarget t("wide-relu-leak", 3,
-                   [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-7 * shift_left(x, 1); });
-  auto r = run_causality_audit(t, opts(32));
+                   [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-7 * read_ahead_by(x, 1); });
+  auto r = run_causality_audit(t, soundness_options(32));
   EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   ASSERT_TRUE(r.precision_floor.has_value());
@@ -206,7 +206,7 @@ at::Tensor backward_decay(const at::Tensor& x) {
 TEST(DecayingDependence, IsFollowedDownToTheMeasuredFloorAndSaidToDecay) {
   FunctionTarget t("decay-0.5", 2, [](const at::Tensor& x, bool) { return backward_decay(x); });
   const int64_t L = 64;
-  auto r = run_causality_audit(t, opts(L));
+  auto r = run_causality_audit(t, soundness_options(L));
   ASSERT_TRUE(r.precision_floor.has_value());
   EXPECT_EQ(r.precision, "float64");
   // 0.5^D crosses 1e-9 near D = 30 and 100 x a float64 floor (~1e-14) near D = 45.
@@ -229,8 +229,8 @@ TEST(DecayingDependence, IsFollowedDownToTheMeasuredFloorAndSaidToDecay) {
 }
 
 TEST(DecayingDependence, AStopIsNotADecay) {
-  FunctionTarget t("shift-3", 2, [](const at::Tensor& x, bool) { return x + 0.1 * shift_left(x, 3); });
-  auto r = run_causality_audit(t, opts(32));
+  FunctionTarget t("shift-3", 2, [](const at::Tensor& x, bool) { return x + 0.1 * read_ahead_by(x, 3); });
+  auto r = run_causality_audit(t, soundness_options(32));
   EXPECT_EQ(r.leak_horizon, 3);
   EXPECT_EQ(r.effect_beyond_horizon, std::optional<double>(0.0));
   EXPECT_EQ(r.structural_horizon, std::optional<int64_t>(3));

@@ -26,11 +26,11 @@ using namespace grassaudit;
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path kAudits = fs::path(GRASSAUDIT_SOURCE_DIR) / "audits";
+const fs::path kAuditsFolder = fs::path(GRASSAUDIT_SOURCE_DIR) / "audits";
 const fs::path kNotTs = fs::path(GRASSAUDIT_SOURCE_DIR) / "tests" / "audit" / "fixtures" / "torch2";
 
 nlohmann::json suite() {
-  std::ifstream f(kAudits / "torch2.json");
+  std::ifstream f(kAuditsFolder / "torch2.json");
   return nlohmann::json::parse(f);
 }
 
@@ -55,7 +55,7 @@ TEST(Torch2Files, RegisteredOpsAreExactlyTheMissingOnes) {
 }
 
 TEST(Torch2Files, OutputsMatchPyTorch26) {
-  auto refs = torch::jit::load((kAudits / "torch2" / "outputs.pt").string());
+  auto refs = torch::jit::load((kAuditsFolder / "torch2" / "outputs.pt").string());
   std::map<std::string, at::Tensor> buf;
   for (const auto& b : refs.named_buffers()) buf[b.name] = b.value;
   int compared = 0;
@@ -67,7 +67,7 @@ TEST(Torch2Files, OutputsMatchPyTorch26) {
       if (ch == '-') ch = '_';
     ASSERT_TRUE(buf.count(key + "__input") && buf.count(key + "__output")) << name << " has no 2.6 output";
     SCOPED_TRACE(name);
-    TorchScriptTarget t((kAudits / c["model"].get<std::string>()).string(), InputSpec::parse("tokens:64"));
+    TorchScriptTarget t((kAuditsFolder / c["model"].get<std::string>()).string(), InputSpec::parse("tokens:64"));
     t.set_train(false);
     const at::Tensor want = buf[key + "__output"];
     const double scale = want.abs().max().item<double>();
@@ -87,7 +87,7 @@ TEST(Torch2Files, OutputsMatchPyTorch26) {
 
 TEST(Torch2Files, VerdictsAndHorizonsMatchBruteForceUnder26) {
   AuditOptions o;
-  auto results = run_audit_suite((kAudits / "torch2.json").string(), o, open_model_file);
+  auto results = run_audit_suite((kAuditsFolder / "torch2.json").string(), o, open_model_file);
   ASSERT_GE(results.size(), 20u);
   int leaky = 0, causal = 0;
   for (const auto& r : results) {

@@ -21,7 +21,7 @@ using namespace grassaudit;
 
 namespace {
 
-ModelConfig tiny(const std::string& mixer) {
+ModelConfig tiny_config(const std::string& mixer) {
   ModelConfig c;
   c.mixer = mixer;
   c.vocab_size = 11;
@@ -78,7 +78,7 @@ std::string fixture(const std::string& name) {
 TEST(CheckpointKeys, GoldenKeysOfEveryPublicMixer) {
   EXPECT_EQ(MixerRegistry::instance().public_names(), (std::vector<std::string>{"attention", "future", "past"}))
       << "a new public mixer: add its golden key list here";
-  LanguageModel past(tiny("past")), future(tiny("future")), attention(tiny("attention"));
+  LanguageModel past(tiny_config("past")), future(tiny_config("future")), attention(tiny_config("attention"));
   EXPECT_EQ(keys_of(*past), with_blocks(kGrassmannKeys));
   EXPECT_EQ(keys_of(*future), with_blocks(kGrassmannKeys));
   EXPECT_EQ(keys_of(*attention), with_blocks(kAttentionKeys));
@@ -90,7 +90,7 @@ TEST(CheckpointKeys, ReferenceTwinsShareTheirMixersKeys) {
   for (const auto& name : reg.public_names()) {
     const std::string twin = reg.info(name).reference_twin;
     ASSERT_FALSE(twin.empty()) << name;
-    LanguageModel a(tiny(name)), b(tiny(twin));
+    LanguageModel a(tiny_config(name)), b(tiny_config(twin));
     EXPECT_EQ(keys_of(*a), keys_of(*b)) << name << " vs " << twin;
   }
 }

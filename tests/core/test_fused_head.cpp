@@ -48,16 +48,16 @@ struct Case {
   double ignored_fraction;
 };
 
-struct Worst {
+struct HeadWorst {
   double loss = 0, grad_h = 0, grad_w = 0;
 };
 
 // Random hidden states at a trained-model scale (logits of a few units), random targets, a
 // fraction of them set to kIgnoreIndex; every chunk size against the reference.
-Worst compare_cases(at::ScalarType dtype, uint64_t seed) {
+HeadWorst compare_cases(at::ScalarType dtype, uint64_t seed) {
   const std::vector<Case> cases{{1, 4, 3, 0.0},     {7, 5, 11, 0.0},    {37, 8, 50, 0.2},
                                 {129, 16, 257, 0.0}, {301, 12, 97, 0.5}, {64, 32, 1000, 0.1}};
-  Worst worst;
+  HeadWorst worst;
   std::mt19937 rng(seed);
   for (const auto& c : cases) {
     at::manual_seed(seed + c.N);

@@ -98,7 +98,7 @@ void copy_by_name(torch::nn::Module& from, torch::nn::Module& to) {
   copy_all(from.named_buffers(), to.named_buffers());
 }
 
-double rel_diff(const at::Tensor& got, const at::Tensor& want) {
+double parity_rel_diff(const at::Tensor& got, const at::Tensor& want) {
   if (got.numel() == 0) return 0.0;
   const double scale = std::max(1.0, want.abs().max().item<double>());
   return (got - want).abs().max().item<double>() / scale;
@@ -141,10 +141,10 @@ struct Worst {
 
 Worst compare(const Run& fast, const Run& ref) {
   Worst w;
-  w.out = rel_diff(fast.y, ref.y);
-  w.grad_in = rel_diff(fast.grad_in, ref.grad_in);
+  w.out = parity_rel_diff(fast.y, ref.y);
+  w.grad_in = parity_rel_diff(fast.grad_in, ref.grad_in);
   for (const auto& kv : ref.grads) {
-    const double d = rel_diff(fast.grads[kv.key()], kv.value());
+    const double d = parity_rel_diff(fast.grads[kv.key()], kv.value());
     if (d >= w.grad_param) {
       w.grad_param = d;
       w.param = kv.key();

@@ -33,7 +33,7 @@ ReportOptions seeds_options(const fs::path& out) {
   return o;
 }
 
-const Published& pub() {
+const Published& published_numbers() {
   static const Published p = load_published((testing::source_dir() / "reference").string());
   return p;
 }
@@ -126,7 +126,7 @@ TEST(ReportSeedGroups, OurRatiosPairRunsOfOneNormalisation) {
     r.norm = norm;
     return r;
   };
-  const auto rows = ratio_rows(pub(), {run("a-post", true, "post", 270.0), run("g-post", false, "post", 280.0),
+  const auto rows = ratio_rows(published_numbers(), {run("a-post", true, "post", 270.0), run("g-post", false, "post", 280.0),
                                        run("a-pre", true, "pre", 300.0), run("g-pre", false, "pre", 264.0)});
   std::vector<const RatioRow*> ours;
   for (const auto& r : rows)
@@ -270,7 +270,7 @@ TEST_F(SeedReport, RegenerationIsByteIdentical) {
 
 TEST(ReportSeedFigure, MeansWithErrorBarsAndThePapersLines) {
   const auto runs = load_runs(seeds_runs().string());
-  const FigurePlan plan = plan_figures(runs, {}, pub());
+  const FigurePlan plan = plan_figures(runs, {}, published_numbers());
   const std::string* data = nullptr;
   for (const auto& [name, contents] : plan.data_files) {
     if (name == "ppl-past-s1-seeds.dat") data = &contents;
@@ -296,7 +296,7 @@ TEST(ReportSeedFigure, MeansWithErrorBarsAndThePapersLines) {
 TEST(ReportSeedFigure, NoReferenceLinesPromisedWhereNoneAreDrawn) {
   auto runs = load_runs(seeds_runs().string());
   for (auto& r : runs) r.seq_len = 64;  // the paper has no row at L 64
-  const FigurePlan plan = plan_figures(runs, {}, pub());
+  const FigurePlan plan = plan_figures(runs, {}, published_numbers());
   EXPECT_EQ(plan.script.find("with lines lc rgb 'gray"), std::string::npos);
   ASSERT_FALSE(plan.figures.empty());
   EXPECT_NE(plan.figures[0].caption.find("no reference lines are drawn"), std::string::npos);

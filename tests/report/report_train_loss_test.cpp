@@ -19,7 +19,7 @@ using testing::ScratchDir;
 using testing::write_text;
 namespace fs = std::filesystem;
 
-const Published& pub() {
+const Published& published_figures() {
   static const Published p = load_published((testing::source_dir() / "reference").string());
   return p;
 }
@@ -53,7 +53,7 @@ const std::string* find_data(const FigurePlan& plan, const std::string& name) {
   return nullptr;
 }
 
-RunRecord lm_run(const std::string& name, const std::string& mixer, const std::string& verdict,
+RunRecord loss_lm_run(const std::string& name, const std::string& mixer, const std::string& verdict,
                  std::vector<TrainPoint> train) {
   RunRecord r;
   r.name = name;
@@ -166,11 +166,11 @@ TEST(ReportTrainRecords, NonLanguageModelRunsAreIgnored) {
 
 TEST(ReportTrainLossFigure, LeakyRunDashedAndLabelledCausalSolid) {
   const std::vector<RunRecord> runs = {
-      lm_run("attn", "attention", "causal", {{0.5, 20, 6.5}, {1.0, 40, 6.0}}),
-      lm_run("fut", "future", "leaky", {{0.5, 20, 4.0}, {1.0, 40, 1.25}}),
-      lm_run("past", "past", "causal", {{0.5, 20, 6.75}, {1.0, 40, 6.125}}),
+      loss_lm_run("attn", "attention", "causal", {{0.5, 20, 6.5}, {1.0, 40, 6.0}}),
+      loss_lm_run("fut", "future", "leaky", {{0.5, 20, 4.0}, {1.0, 40, 1.25}}),
+      loss_lm_run("past", "past", "causal", {{0.5, 20, 6.75}, {1.0, 40, 6.125}}),
   };
-  const FigurePlan plan = plan_figures(runs, {}, pub());
+  const FigurePlan plan = plan_figures(runs, {}, published_figures());
   const Figure* f = find_figure(plan, "train-loss");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "Training loss per step");
@@ -202,7 +202,7 @@ TEST(ReportTrainLossFigure, LeakyRunDashedAndLabelledCausalSolid) {
 
 TEST(ReportTrainLossFigure, UnauditedRunIsDottedAndSaysSo) {
   const FigurePlan plan =
-      plan_figures({lm_run("u", "past", "", {{1.0, 10, 6.0}})}, {}, pub());
+      plan_figures({loss_lm_run("u", "past", "", {{1.0, 10, 6.0}})}, {}, published_figures());
   const std::string clause = plot_clause(plan.script, "train-u.dat");
   EXPECT_NE(clause.find(" dt 3 "), std::string::npos) << clause;
   EXPECT_NE(clause.find("title 'u (not audited)'"), std::string::npos) << clause;
@@ -212,10 +212,10 @@ TEST(ReportTrainLossFigure, UnauditedRunIsDottedAndSaysSo) {
 }
 
 TEST(ReportTrainLossFigure, RunWithoutTrainRecordsIsAbsent) {
-  RunRecord no_train = lm_run("quiet", "past", "causal", {});
+  RunRecord no_train = loss_lm_run("quiet", "past", "causal", {});
   no_train.evals = {{1.0, 300.0, false}};
   const FigurePlan plan = plan_figures(
-      {lm_run("loud", "past", "causal", {{1.0, 10, 6.0}}), no_train}, {}, pub());
+      {loss_lm_run("loud", "past", "causal", {{1.0, 10, 6.0}}), no_train}, {}, published_figures());
   ASSERT_NE(find_figure(plan, "train-loss"), nullptr);
   EXPECT_NE(find_data(plan, "train-loud.dat"), nullptr);
   EXPECT_EQ(find_data(plan, "train-quiet.dat"), nullptr);
@@ -223,7 +223,7 @@ TEST(ReportTrainLossFigure, RunWithoutTrainRecordsIsAbsent) {
 }
 
 TEST(ReportTrainLossFigure, NotProducedWithoutTrainRecords) {
-  RunRecord r = lm_run("r", "past", "causal", {});
+  RunRecord r = loss_lm_run("r", "past", "causal", {});
   r.evals = {{1.0, 300.0, false}};
   // A non-LM run's training points never make the figure either.
   RunRecord snli;
@@ -231,25 +231,25 @@ TEST(ReportTrainLossFigure, NotProducedWithoutTrainRecords) {
   snli.task = "snli";
   snli.head = "grassmann";
   snli.train = {{0.5, 50, 1.1}, {1.0, 100, 1.0}};
-  const FigurePlan plan = plan_figures({r, snli}, {}, pub());
+  const FigurePlan plan = plan_figures({r, snli}, {}, published_figures());
   ASSERT_NE(find_figure(plan, "ppl"), nullptr);  // the other figures are still drawn
   EXPECT_EQ(find_figure(plan, "train-loss"), nullptr);
   EXPECT_EQ(plan.script.find("train-loss"), std::string::npos);
   for (const auto& [name, contents] : plan.data_files) EXPECT_NE(name.rfind("train-", 0), 0u) << name;
 
-  EXPECT_TRUE(plan_figures({}, {}, pub()).figures.empty());
+  EXPECT_TRUE(plan_figures({}, {}, published_figures()).figures.empty());
 }
 
 TEST(ReportTrainLossFigure, OtherFiguresUnchangedByTrainRecords) {
-  RunRecord a = lm_run("attn", "attention", "causal", {{0.5, 20, 6.5}, {1.0, 40, 6.0}});
+  RunRecord a = loss_lm_run("attn", "attention", "causal", {{0.5, 20, 6.5}, {1.0, 40, 6.0}});
   a.evals = {{1.0, 280.0, false}};
-  RunRecord f = lm_run("fut", "future", "leaky", {{1.0, 40, 1.25}});
+  RunRecord f = loss_lm_run("fut", "future", "leaky", {{1.0, 40, 1.25}});
   f.evals = {{1.0, 2.7, true}};
   f.leak_map = LeakMap{4, {{0, 1, 0.5}, {1, 2, 1e-3}}};
-  const FigurePlan with = plan_figures({a, f}, {}, pub());
+  const FigurePlan with = plan_figures({a, f}, {}, published_figures());
   a.train.clear();
   f.train.clear();
-  const FigurePlan without = plan_figures({a, f}, {}, pub());
+  const FigurePlan without = plan_figures({a, f}, {}, published_figures());
 
   ASSERT_EQ(with.figures.size(), without.figures.size() + 1);
   std::vector<std::string> stems;
@@ -280,7 +280,7 @@ TEST(ReportTrainLossFigure, OtherFiguresUnchangedByTrainRecords) {
 
 TEST(ReportTrainLossFigure, FixtureRunsDrawTheLeakyRunDashed) {
   const auto runs = load_runs((testing::fixtures_dir() / "runs").string());
-  const FigurePlan plan = plan_figures(runs, {}, pub());
+  const FigurePlan plan = plan_figures(runs, {}, published_figures());
   ASSERT_NE(find_figure(plan, "train-loss"), nullptr);
   const std::string leaky = plot_clause(plan.script, "train-future-wp-l128-n6.dat");
   EXPECT_NE(leaky.find(" dt 2 "), std::string::npos) << leaky;

@@ -32,6 +32,15 @@ def main():
     code, err = check("clash_a.cpp", "clean_b.cpp")
     if code != 0:
         failures.append(f"a batch without clashes: exit {code}, want 0:\n{err}")
+    code, err = check("gtest_a.cpp", "gtest_b.cpp")
+    if code != 0:
+        failures.append(f"one suite over two files, members named alike: exit {code}, want 0:\n{err}")
+    code, err = check("gtest_a.cpp", "gtest_clash_b.cpp")
+    if code != 1:
+        failures.append(f"a repeated test and a directive reaching global code: exit {code}, want 1")
+    for needle in ("Shared_One_Test: internal to both", "`using namespace demo` at namespace scope"):
+        if needle not in err:
+            failures.append(f"a repeated test: no line with {needle!r} in:\n{err}")
     for f in failures:
         print(f)
     print("unity_names_check:", "FAILED" if failures else "passed")

@@ -15,8 +15,8 @@
 namespace grassaudit {
 namespace {
 
-struct TempDir : ::grassaudit::testing::PrefixedTempDir {
-  TempDir() : PrefixedTempDir("grassaudit-log") {}
+struct LogTempDir : ::grassaudit::testing::PrefixedTempDir {
+  LogTempDir() : PrefixedTempDir("grassaudit-log") {}
 };
 
 void put(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
@@ -24,7 +24,7 @@ void put(const std::string& p, const std::string& text) { std::ofstream(p, std::
 std::string error_of(const std::function<void()>& f) { return ::grassaudit::testing::thrown_message<InputError>(f); }
 
 TEST(LogExtent, CountsRecordsAndBytesAcrossReopening) {
-  TempDir t;
+  LogTempDir t;
   const std::string p = t.path() + "/m.jsonl";
   {
     JsonlLog log(p);
@@ -42,7 +42,7 @@ TEST(LogExtent, CountsRecordsAndBytesAcrossReopening) {
 }
 
 TEST(LogExtent, RestoreCutsLaterRecordsAndATornLine) {
-  TempDir t;
+  LogTempDir t;
   const std::string p = t.path() + "/m.jsonl";
   put(p, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":");
   const std::string note = restore_log(p, LogExtent{2, 16}, "last.ckpt");
@@ -53,7 +53,7 @@ TEST(LogExtent, RestoreCutsLaterRecordsAndATornLine) {
 }
 
 TEST(LogExtent, LostOrDamagedCountedRecordsAreErrorsAndNothingIsCut) {
-  TempDir t;
+  LogTempDir t;
   const std::string p = t.path() + "/m.jsonl";
   put(p, "{\"a\":1}\n");
   EXPECT_NE(error_of([&] { restore_log(p, LogExtent{2, 16}, "last.ckpt"); }).find("are lost"), std::string::npos);
@@ -70,7 +70,7 @@ TEST(LogExtent, LostOrDamagedCountedRecordsAreErrorsAndNothingIsCut) {
 }
 
 TEST(LogExtent, OldRuleKeepsStepsUpToTheCheckpointAndNamesDamage) {
-  TempDir t;
+  LogTempDir t;
   const std::string p = t.path() + "/m.jsonl";
   put(p, "{\"step\":1}\n{\"step\":2,\"split\":\"test\"}\n{\"step\":3}\n{\"st");
   const std::string note = truncate_metrics_after(p, 2);

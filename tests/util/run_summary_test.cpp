@@ -24,7 +24,7 @@ json read_json(const fs::path& path) {
   return json::parse(text.str());
 }
 
-std::string error_of(const json& j) {
+std::string summary_error_of(const json& j) {
   try {
     read_run_summary(j, "s.json");
   } catch (const InputError& e) {
@@ -109,17 +109,17 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
 TEST(RunSummary, ChecksKeepTheirOrder) {
   const json bad_provenance_and_blas = json::parse(
       R"({"mixer": "past", "blas": 3, "provenance": {"git_commit": "x"}})");
-  EXPECT_NE(error_of(bad_provenance_and_blas).find("s.json: provenance: 'git_commit' must be 40 hex digits"),
+  EXPECT_NE(summary_error_of(bad_provenance_and_blas).find("s.json: provenance: 'git_commit' must be 40 hex digits"),
             std::string::npos)
-      << error_of(bad_provenance_and_blas);
+      << summary_error_of(bad_provenance_and_blas);
   const json bad_threads_and_provenance = json::parse(
       R"({"mixer": "past", "threads": "2", "provenance": {"git_commit": "x"}})");
-  EXPECT_EQ(error_of(bad_threads_and_provenance), "s.json: 'threads' must be an integer");
-  EXPECT_EQ(error_of(json::parse(R"({"mixer": "lstm"})")),
+  EXPECT_EQ(summary_error_of(bad_threads_and_provenance), "s.json: 'threads' must be an integer");
+  EXPECT_EQ(summary_error_of(json::parse(R"({"mixer": "lstm"})")),
             "s.json: 'mixer' must be future, past or attention, got \"lstm\"");
-  EXPECT_EQ(error_of(json::parse(R"({"task": "snli", "head": "grassmann", "val_acc": [0.5], "seeds": [1, 2]})")),
+  EXPECT_EQ(summary_error_of(json::parse(R"({"task": "snli", "head": "grassmann", "val_acc": [0.5], "seeds": [1, 2]})")),
             "s.json: 'seeds' and 'val_acc' differ in length");
-  EXPECT_EQ(error_of(json::parse(R"({"audit": {"verdict": "leaky"}, "mixer": "future", "test_ppl": 3.0})")),
+  EXPECT_EQ(summary_error_of(json::parse(R"({"audit": {"verdict": "leaky"}, "mixer": "future", "test_ppl": 3.0})")),
             "s.json: malformed artifact: audit verdict is leaky but 'test_ppl' is a plain perplexity key "
             "(leaky runs must use 'quarantined_test_ppl')");
 }
