@@ -120,6 +120,10 @@ def main():
                     for k in set(ga) ^ set(gb):
                         ga.pop(k, None)
                         gb.pop(k, None)
+                # thread_dependent names fields: a set, whatever order a binary lists it in.
+                for j in (ja, jb):
+                    if isinstance(j.get("thread_dependent"), list):
+                        j["thread_dependent"] = sorted(j["thread_dependent"])
                 keys = sorted((set(ja) | set(jb)) - COSTS) if o.whole else facts
                 off = [k for k in keys if ja.get(k) != jb.get(k)]
                 same = rc_a == rc_b and not off

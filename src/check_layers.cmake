@@ -1,6 +1,7 @@
 cmake_minimum_required(VERSION 3.20)
 # Run on every build (cmake -P): refuses an #include that points up the layer order
-#   util <- text, report;  util <- core <- audit <- formats <- train <- {nli, bench};  cli on top
+#   util <- text, report;  util <- runtime <- {core (the models), audit (the engine)};
+#   {core, audit} <- formats <- train <- {nli, bench};  cli on top
 #   and python (the package's extension, src/python/csrc) on top of audit and report; nothing includes it
 # audit/ is the engine, formats/ the model readers: the engine never includes a reader, and a
 # reader includes of the engine only its target interface (engine_interface below).
@@ -10,15 +11,16 @@ cmake_minimum_required(VERSION 3.20)
 set(allowed_util   util)
 set(allowed_text   util text)
 set(allowed_report util report)
-set(allowed_core   util core)
-set(allowed_audit   util core audit)
-set(allowed_formats util core audit formats)
-set(allowed_train   util text core audit formats train)
-set(allowed_bench   util text core audit formats train bench)
-set(allowed_nli     util text core audit formats train nli)
-set(allowed_cli     util text report core audit formats train bench nli cli)
-set(allowed_python  util report core audit python)
-set(layers util text report core audit formats train bench nli cli python)
+set(allowed_runtime util runtime)
+set(allowed_core    util runtime core)
+set(allowed_audit   util runtime audit)
+set(allowed_formats util runtime core audit formats)
+set(allowed_train   util text runtime core audit formats train)
+set(allowed_bench   util text runtime core audit formats train bench)
+set(allowed_nli     util text runtime core audit formats train nli)
+set(allowed_cli     util text report runtime core audit formats train bench nli cli)
+set(allowed_python  util report runtime audit python)
+set(layers util text report runtime core audit formats train bench nli cli python)
 # What a reader may include of the engine: the target it implements and the helpers a target
 # uses (its signature, dtype twins, the structural redraw, the train-mode proof, refusals). The
 # probes, the checks and the driver stay the engine's own.

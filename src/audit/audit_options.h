@@ -18,12 +18,14 @@ const char* mode_name(AuditMode m);
 // a threshold above that floor (audit/precision_switch.h).
 constexpr double kLeakThreshold64 = 1e-9;
 
+// Every field is described once, with its check and flag, in audit/audit_option_fields.h.
 struct AuditOptions {
   int64_t seq_len = 32;
   int64_t batch = 32;        // probe rows per forward pass
   int64_t trials = 3;
-  bool eval_mode = true;
-  bool train_mode = true;
+  std::string mode = "both";  // the modes audited: eval | train | both
+  bool eval_mode() const { return mode != "train"; }
+  bool train_mode() const { return mode != "eval"; }
   uint64_t seed = 1234;
   bool gradient_check = true;  // method 2, when the target supports it
   std::vector<int64_t> seq_lens;  // empty: the default schedule from seq_len
@@ -71,8 +73,6 @@ struct AuditOptions {
   std::optional<int64_t> property_cases;
 };
 
-// InputError naming the first bad option (batch, trials, lookahead, window; seq_len >= 2 once set).
-void validate_audit_options(const AuditOptions& options);
 
 // L, L-1, L/2, L/4, ... down to 2 (unique, descending).
 std::vector<int64_t> audit_length_schedule(int64_t L);

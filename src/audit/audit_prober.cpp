@@ -131,7 +131,7 @@ at::Tensor Prober::max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref) {
 // (rows at different batch positions can round differently in GEMM kernels: measured 2.6e-7
 // on a causal model). Train mode resets the RNG to the same state before every pass, so row i
 // sees the same dropout mask in the base and in each probe pass. A mode whose rows mix
-// (isolate_rows) runs every row alone against its trial's base run alone instead.
+// (IsolatedRows) runs every row alone against its trial's base run alone instead.
 //
 // cuts: the cuts to probe (ascending), empty for all of 1..L-1. A subset probes exactly the
 // rows the full pass would (same seed, same fresh draws), which is how the float64 re-run

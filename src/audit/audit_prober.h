@@ -1,7 +1,7 @@
 #pragma once
-// Internal to src/audit: the probes behind run_causality_audit (perturb and compare, the
+// Internal to the engine: the probes behind run_causality_audit (perturb and compare, the
 // non-vacuity check, the gradient map), which fill the effect tables (audit/effect_table.h). See
-// causality_audit.h for the method; nothing outside src/audit includes this.
+// causality_audit.h for the method. Outside src/audit only the engine's own tests include it.
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
@@ -127,9 +127,23 @@ class Prober {
   // all in float32 has nothing to tell apart: its zeros stand.
   EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side = Side::kFuture);
 
-  // Rows of a pass that mix: from here on `mode` is probed one row per pass, so that what one
-  // row's inputs do to another cannot read as a time dependence.
-  void isolate_rows(AuditMode mode) { isolated_.push_back(mode); }
+  // Rows of a pass that mix in `modes`: while this lives, those modes are probed one row per
+  // pass, so that what one row's inputs do to another cannot read as a time dependence. Each
+  // check that probes rows of a pass holds one over its own probes (the modes are the batch
+  // check's declared output); the prober keeps no isolation of its own after it.
+  class IsolatedRows {
+   public:
+    IsolatedRows(Prober& prober, std::vector<AuditMode> modes) : prober_(prober), before_(prober.isolated_) {
+      prober_.isolated_ = std::move(modes);
+    }
+    ~IsolatedRows() { prober_.isolated_ = before_; }
+    IsolatedRows(const IsolatedRows&) = delete;
+    IsolatedRows& operator=(const IsolatedRows&) = delete;
+
+   private:
+    Prober& prober_;
+    std::vector<AuditMode> before_;
+  };
   bool isolated(AuditMode mode) const { return std::find(isolated_.begin(), isolated_.end(), mode) != isolated_.end(); }
 
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.

@@ -99,6 +99,8 @@ struct StructuralPass {
   Evidence evidence;                   // its future evidence (when it leaks)
 };
 
+struct AuditResult;
+
 // One output leaf of a structured output (audit/model_signature.h), audited or skipped.
 struct OutputResult {
   std::string path;               // "" (the output itself), [0], ["logits"], [1][0]
@@ -110,8 +112,8 @@ struct OutputResult {
   std::string precision;
   bool rounding_only = false;
   std::vector<ViolationKind> violations;
-  std::optional<bool> length_dependent, batch_coupled;
-  std::optional<int64_t> past_horizon;
+  // The leaf's own audit (audited leaves): each check writes its fields of the leaf's entry from it.
+  std::shared_ptr<const AuditResult> audited;
 };
 
 // The rounding floor of the precision that decided, measured on the model itself before any
@@ -164,8 +166,12 @@ struct AuditResult {
   int64_t probes = 0;
   double seconds = 0;
   std::string precision;         // float32 | float64: the precision that decided
-  double threshold = 0;          // the leak (horizon) threshold decided against (0: float32 exact zeros, nothing decided)
   std::optional<PrecisionFloor> precision_floor;  // nullopt: no decision needed (exact zeros)
+  // The leak (horizon) threshold decided against: the floor's horizon threshold where one was
+  // measured, else kLeakThreshold64 for a float64 decision, 0 for exact zeros (nothing decided).
+  double threshold() const {
+    return precision_floor ? precision_floor->horizon_threshold : precision == "float64" ? kLeakThreshold64 : 0.0;
+  }
   double max_effect_float32 = 0;
   bool vacuous = false;
   double past_effect = 0;        // how much outputs move when only the past changes
@@ -177,20 +183,27 @@ struct AuditResult {
   // Per mode horizon (eval/train), for the record.
   std::vector<std::pair<std::string, int64_t>> mode_horizons;
   std::vector<std::pair<int64_t, int64_t>> length_horizons;  // (L, horizon at L)
-  // Leak map at the main length: effect[t][D-1] for D = 1..L-1-t (max over trials and modes).
+  // Each mode's leak map at the main length map_seq_len (mode name, map): effect[t][D-1] for
+  // D = 1..L-1-t (max over trials), cells at or below the threshold 0.
   int64_t map_seq_len = 0;
-  std::vector<std::vector<double>> leak_map;
-  // The same map for each mode audited alone (mode name, map), for a picture per mode.
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>> leak_maps_by_mode;
+  // The leak map: the largest over the modes' maps, cell by cell (zeros where none ran).
+  std::vector<std::vector<double>> leak_map() const;
   // Where the dependence ends: the largest decisive effect at the leak horizon (nullopt when it
   // is 0) and at the next distance (nullopt when no table is that long), and whether it decays
   // rather than stops: a path (the float64 gradient, structural_horizon) reaches beyond the
   // horizon (nullopt when the gradient method did not run).
   std::optional<double> effect_at_horizon;
   std::optional<double> effect_beyond_horizon;
-  std::optional<bool> decaying;
-  std::optional<int64_t> structural_horizon;
   GradientCheck gradient;
+  std::optional<int64_t> structural_horizon() const {
+    return gradient.ran ? gradient.structural_horizon : std::nullopt;
+  }
+  std::optional<bool> decaying() const {
+    const auto reach = structural_horizon();
+    if (!reach) return std::nullopt;
+    return leak_horizon > 0 && *reach > leak_horizon;
+  }
   std::optional<StructuralPass> structural;  // nullopt: the target cannot redraw its parameters
   std::string weights_sha256;
   std::string target;

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "audit/audit_prober.h"
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 
 namespace grassaudit {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // The causality audit divided over data-parallel ranks. Inside
-// a ShardedAuditScope, in a joined c10d group (core/distributed.h), each (mode, length) probe
+// a ShardedAuditScope, in a joined c10d group (runtime/distributed.h), each (mode, length) probe
 // table's chunks of probe rows are divided over the ranks (chunk k to rank k % world) and the
 // tables are reduced by max. A chunk's result does not depend on which rank computes it (same
 // rows, same shape, the RNG reset to the same seed before every train-mode pass), so every rank

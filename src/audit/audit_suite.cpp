@@ -112,11 +112,9 @@ SuiteCase read_case(const nlohmann::json& c, const std::filesystem::path& dir, c
   opt.seq_len = c.at("seq_len").get<int64_t>();
   // A traced file runs at its traced length only: its case lists the lengths to audit.
   if (c.contains("seq_lens")) opt.seq_lens = c["seq_lens"].get<std::vector<int64_t>>();
-  const std::string mode = c.value("mode", std::string("both"));
-  if (mode != "eval" && mode != "train" && mode != "both")
+  opt.mode = c.value("mode", std::string("both"));
+  if (opt.mode != "eval" && opt.mode != "train" && opt.mode != "both")
     throw InputError(fmt::format("case {}: mode must be eval, train or both", sc.name));
-  opt.eval_mode = mode != "train";
-  opt.train_mode = mode != "eval";
   read_expectations(c.at("expect"), sc);
   if (c.contains("contract")) {
     const auto& k = c["contract"];

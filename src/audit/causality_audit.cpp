@@ -15,13 +15,14 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "audit/audit_option_fields.h"
 #include "audit/audit_prober.h"
 #include "audit/checks/check.h"
 #include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
 #include "audit/model_signature.h"
 #include "audit/precision_switch.h"
-#include "core/rng_guard.h"
+#include "runtime/rng_guard.h"
 #include "util/error.h"
 #include "util/error_text.h"
 
@@ -50,28 +51,24 @@ Verdict parse_verdict(const std::string& name) {
 }
 
 namespace {
-constexpr ViolationKind kViolationKinds[] = {ViolationKind::kFuture, ViolationKind::kLength, ViolationKind::kBatch,
-                                             ViolationKind::kWindow, ViolationKind::kStructural,
-                                             ViolationKind::kIncremental};
+// Every kind with its name, in the enum's order: the one table a new kind is added to.
+constexpr std::pair<ViolationKind, const char*> kViolationKinds[] = {
+    {ViolationKind::kFuture, "future"},         {ViolationKind::kLength, "length"},
+    {ViolationKind::kBatch, "batch"},           {ViolationKind::kWindow, "window"},
+    {ViolationKind::kStructural, "structural"}, {ViolationKind::kIncremental, "incremental"}};
 }  // namespace
 
 const char* violation_kind_name(ViolationKind k) {
-  switch (k) {
-    case ViolationKind::kFuture: return "future";
-    case ViolationKind::kLength: return "length";
-    case ViolationKind::kBatch: return "batch";
-    case ViolationKind::kWindow: return "window";
-    case ViolationKind::kStructural: return "structural";
-    case ViolationKind::kIncremental: return "incremental";
-  }
+  for (const auto& [kind, name] : kViolationKinds)
+    if (kind == k) return name;
   throw std::logic_error("violation_kind_name: not a ViolationKind");
 }
 
 ViolationKind parse_violation_kind(const std::string& name) {
   std::vector<std::string> known;
-  for (ViolationKind k : kViolationKinds) {
-    if (name == violation_kind_name(k)) return k;
-    known.emplace_back(violation_kind_name(k));
+  for (const auto& [kind, kind_name] : kViolationKinds) {
+    if (name == kind_name) return kind;
+    known.emplace_back(kind_name);
   }
   throw InputError(fmt::format("unknown violation kind '{}' ({})", name, fmt::join(known, ", ")));
 }
@@ -143,20 +140,18 @@ bool check_repeatable(AuditTarget& target, Prober& prober, const std::vector<Aud
 }
 }  // namespace
 
-void validate_audit_options(const AuditOptions& opt) {
-  if (opt.trials < 1) throw InputError(fmt::format("--trials must be >= 1, got {}", opt.trials));
-  if (opt.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", opt.batch));
-  if (!opt.eval_mode && !opt.train_mode) throw InputError("audit needs at least one mode");
-  if (opt.lookahead < 0) throw InputError(fmt::format("--allow-lookahead must be >= 0, got {}", opt.lookahead));
-  if (opt.window && *opt.window < 1) throw InputError(fmt::format("--window must be >= 1, got {}", *opt.window));
-}
-
 namespace {
+
+// The checks of one audit of an output: every per-output check, or inside the structural pass
+// those that run there.
+bool runs_here(const Check& check, bool structural_pass) {
+  return check.stage() == Check::Stage::kPerOutput && (!structural_pass || check.in_structural_pass());
+}
 
 // One audit over the schedule `lens` (the first is the length asked for); a ForwardFailure from
 // any length ends it, the model put back as it came.
 AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const std::vector<int64_t>& lens,
-                             CostMeter& meter) {
+                             CostMeter& meter, bool structural_pass) {
   AuditResult r;
   r.lookahead = opt.lookahead;
   r.window = opt.window;
@@ -165,8 +160,8 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
   r.device = target.device().str();
   r.weights_sha256 = target.weights_hash();
   std::vector<AuditMode> modes;
-  if (opt.eval_mode) modes.push_back(AuditMode::kEval);
-  if (opt.train_mode) modes.push_back(AuditMode::kTrain);
+  if (opt.eval_mode()) modes.push_back(AuditMode::kEval);
+  if (opt.train_mode()) modes.push_back(AuditMode::kTrain);
 
   TargetStateGuard guard(target);
   Prober prober(target, opt);
@@ -180,7 +175,7 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
     const CostSection section("repeatability");
     return check_repeatable(target, prober, modes, L);
   }();
-  if (opt.eval_mode && opt.train_mode) {
+  if (opt.eval_mode() && opt.train_mode()) {
     r.train_mode_proof = target.train_mode_proof();
     // The graph scan is a list of random ops; the generator's state is the ground truth.
     if (r.train_mode_proof && r.train_mode_proof->proven && eval_drew_random)
@@ -199,34 +194,32 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
   // the same coupling, and a past table that can neither raise the horizon nor replace the evidence).
   std::vector<AuditMode> probed = modes;
   if (r.train_from_eval) probed.erase(std::remove(probed.begin(), probed.end(), AuditMode::kTrain), probed.end());
-  AuditRun run{target, opt, prober, prec, L, lens, modes, probed, r, nullptr, {}, {}};
+  AuditRun run{target, opt, prober, prec, L, lens, modes, probed, r, {}};
   for (const auto& check : registered_checks()) {
-    if (check->stage() != Check::Stage::kPerOutput || !check->wanted(run)) continue;
+    if (!runs_here(*check, structural_pass) || !check->wanted(run)) continue;
     const CostSection section(check->name());
-    if (check->in_decisive_precision() && target.dtype() != run.tables->decisive.dtype)
-      convert_counted(target, run.tables->decisive.dtype, nullptr);
+    if (check->in_decisive_precision() && target.dtype() != prec.decisive())
+      convert_counted(target, prec.decisive(), nullptr);
     check->run(run);
   }
   prec.to_own();  // the model goes back as it came (TargetStateGuard would, uncounted)
   // The verdict: leaky exactly when a check's findings violate the contract.
   for (const auto& check : registered_checks())
-    if (check->stage() == Check::Stage::kPerOutput) check->judge(run, r.violations);
+    if (runs_here(*check, structural_pass)) check->judge(run, r.violations);
   std::stable_sort(r.violations.begin(), r.violations.end(),
                    [](const Violation& a, const Violation& b) { return a.kind < b.kind; });
   r.verdict = r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky;
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
-  r.threshold = prec.floor() ? prec.horizon_threshold() : (r.precision == "float64" ? kLeakThreshold64 : 0.0);
   r.unit_rows = opt.batch;
   r.unit_len = L;
   take_costs(meter, r);
   return r;
 }
 
-}  // namespace
-
-AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
+// The audit over the schedule, with the lengths where the model does not run skipped.
+AuditResult audit_schedule(AuditTarget& target, const AuditOptions& opt, bool structural_pass) {
   const ExactCudaMath exact_math;  // every probe and decision in IEEE float32 / float64 (no TF32)
   const auto t0 = Clock::now();
   if (opt.seq_len < 2) throw InputError(fmt::format("--seq-len must be >= 2, got {}", opt.seq_len));
@@ -240,7 +233,7 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
   const CostScope metered(meter);
   for (;;) {
     try {
-      AuditResult r = audit_at_lengths(target, opt, lens, meter);
+      AuditResult r = audit_at_lengths(target, opt, lens, meter, structural_pass);
       std::stable_sort(skipped.begin(), skipped.end(),
                        [](const SkippedLength& a, const SkippedLength& b) { return a.length > b.length; });
       r.lengths_skipped = skipped;
@@ -264,6 +257,16 @@ AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
       lens.erase(it);
     }
   }
+}
+
+}  // namespace
+
+AuditResult run_causality_audit(AuditTarget& target, const AuditOptions& opt) {
+  return audit_schedule(target, opt, /*structural_pass=*/false);
+}
+
+AuditResult run_structural_audit(AuditTarget& target, const AuditOptions& opt) {
+  return audit_schedule(target, opt, /*structural_pass=*/true);
 }
 
 void run_model_checks(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>& output,
@@ -318,15 +321,24 @@ namespace {
 // in the last bits at another (a GEMM rounds a row differently at another place in another
 // thread split). Everything else -- verdicts, horizons, violations, the precision that decided,
 // whether a floor was measured -- is decided the same way whatever the threads
-// (src/audit/README.md, "Across thread counts and machines").
-const std::vector<std::string> kThreadDependentFields = {
-    "max_effect", "max_effect_float32", "past_effect", "leak_map", "effect_at_horizon", "effect_beyond_horizon",
-    "threshold", "precision_floor.value", "precision_floor.threshold", "precision_floor.horizon_threshold",
-    "violations[].evidence.effect", "length_evidence.effect", "length_profile", "batch_evidence.effect", "batch_profile",
-    "gradient_check.max_future_grad",
-    "outputs[].max_effect", "counterexample.effect", "incremental.effect", "incremental.effect_own_dtype",
-    "incremental.threshold", "incremental.precision_floor.value", "incremental.first_inconsistent.effect",
-    "incremental.isolation.fresh_state_effect", "incremental.isolation.forward_after_steps_effect"};
+// (src/audit/README.md, "Across thread counts and machines"). The driver's own fields and every
+// check's (Check::thread_dependent), in name order.
+std::vector<std::string> thread_dependent_fields() {
+  std::vector<std::string> fields = {"threshold", "precision_floor.value", "precision_floor.threshold",
+                                     "precision_floor.horizon_threshold", "violations[].evidence.effect",
+                                     "outputs[].max_effect"};
+  for (const auto& check : registered_checks())
+    for (auto& f : check->thread_dependent()) fields.push_back(std::move(f));
+  std::sort(fields.begin(), fields.end());
+  return fields;
+}
+
+// Whether the check that reports violations of kind k says they carry a horizon.
+bool carries_horizon(ViolationKind k) {
+  for (const auto& check : registered_checks())
+    if (check->carries_horizon(k)) return true;
+  return false;
+}
 
 // One plain forward of the audited batch, in tokens (0: unknown).
 double unit_tokens(const AuditResult& r) { return static_cast<double>(r.unit_rows * r.unit_len); }
@@ -390,7 +402,7 @@ nlohmann::json to_json(const AuditResult& r) {
   j["probes"] = r.probes;
   j["seconds"] = r.seconds;
   j["precision"] = r.precision;
-  j["threshold"] = r.threshold;
+  j["threshold"] = r.threshold();
   if (r.precision_floor) {
     const auto& f = *r.precision_floor;
     j["precision_floor"] = {{"value", f.measured ? nlohmann::json(f.value) : nlohmann::json(nullptr)},
@@ -418,11 +430,11 @@ nlohmann::json to_json(const AuditResult& r) {
   j["seconds_by_check"] = sec;
   j["forwards"] = forwards_json(r);
   j["threads"] = at::get_num_threads();
-  j["thread_dependent"] = kThreadDependentFields;
+  j["thread_dependent"] = thread_dependent_fields();
   nlohmann::json violations = nlohmann::json::array();
   for (const auto& v : r.violations) {
     nlohmann::json vj{{"kind", violation_kind_name(v.kind)}, {"evidence", evidence_json(v.evidence)}};
-    if (v.kind == ViolationKind::kFuture || v.kind == ViolationKind::kWindow || v.kind == ViolationKind::kStructural) {
+    if (carries_horizon(v.kind)) {
       vj["horizon"] = v.horizon;
       vj["allowed"] = v.allowed;
     }
@@ -447,9 +459,7 @@ nlohmann::json to_json(const AuditResult& r) {
       nlohmann::json kinds = nlohmann::json::array();
       for (ViolationKind k : o.violations) kinds.push_back(violation_kind_name(k));
       oj["violations"] = kinds;
-      oj["length_dependent"] = opt_json(o.length_dependent);
-      oj["batch_coupled"] = opt_json(o.batch_coupled);
-      oj["past_horizon"] = opt_json(o.past_horizon);
+      for (const auto& check : registered_checks()) check->write_output_json(*o.audited, oj);
     }
     outs.push_back(oj);
   }
@@ -468,17 +478,25 @@ OutputResult output_result(const AuditResult& r, const std::string& path, const 
   o.precision = r.precision;
   o.rounding_only = r.rounding_only;
   for (const auto& v : r.violations) o.violations.push_back(v.kind);
-  o.length_dependent = r.length_dependent;
-  o.batch_coupled = r.batch_coupled;
-  o.past_horizon = r.past_horizon;
+  o.audited = std::make_shared<const AuditResult>(r);
   return o;
+}
+
+std::vector<std::vector<double>> AuditResult::leak_map() const {
+  std::vector<std::vector<double>> map(static_cast<size_t>(map_seq_len));
+  for (int64_t t = 0; t < map_seq_len; ++t) map[static_cast<size_t>(t)].assign(static_cast<size_t>(map_seq_len - 1 - t), 0.0);
+  for (const auto& [mode, m] : leak_maps_by_mode)
+    for (size_t t = 0; t < m.size() && t < map.size(); ++t)
+      for (size_t k = 0; k < m[t].size() && k < map[t].size(); ++k) map[t][k] = std::max(map[t][k], m[t][k]);
+  return map;
 }
 
 std::string leak_map_csv(const AuditResult& r) {
   std::string out = "t,D,effect\n";
-  for (size_t t = 0; t < r.leak_map.size(); ++t)
-    for (size_t k = 0; k < r.leak_map[t].size(); ++k)
-      if (r.leak_map[t][k] > 0) out += fmt::format("{},{},{:.6g}\n", t, k + 1, r.leak_map[t][k]);
+  const auto map = r.leak_map();
+  for (size_t t = 0; t < map.size(); ++t)
+    for (size_t k = 0; k < map[t].size(); ++k)
+      if (map[t][k] > 0) out += fmt::format("{},{},{:.6g}\n", t, k + 1, map[t][k]);
   return out;
 }
 
@@ -513,21 +531,22 @@ std::string summarize(const AuditResult& r) {
                               r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
                               r.precision, r.seconds, r.device == "cpu" ? "" : ", on " + r.device, others);
   if (r.leak_horizon > 0 && r.effect_at_horizon) {
-    s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold,
+    s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold(),
                      *r.effect_at_horizon);
     if (r.effect_beyond_horizon) s += fmt::format(", {:.3g} at {}", *r.effect_beyond_horizon, r.leak_horizon + 1);
     s += ")";
-    if (r.decaying && *r.decaying)
-      s += fmt::format(", decaying; a path reaches {}", *r.structural_horizon);
+    if (r.decaying().value_or(false))
+      s += fmt::format(", decaying; a path reaches {}", *r.structural_horizon());
     s += "\n";
   }
   if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");
   for (const auto& v : r.violations) s += fmt::format("  violation [{}]: {}\n", violation_kind_name(v.kind), v.evidence.text);
-  auto tri = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "not checked"; };
-  s += fmt::format("  length-dependent: {}; batch-coupled: {}; past horizon: {}\n", tri(r.length_dependent),
-                   tri(r.batch_coupled), r.past_horizon ? std::to_string(*r.past_horizon) : "not measured");
+  std::vector<std::string> status;  // every check's part of one line
+  for (const auto& check : registered_checks())
+    if (std::string part = check->status(r); !part.empty()) status.push_back(std::move(part));
+  if (!status.empty()) s += fmt::format("  {}\n", fmt::join(status, "; "));
   if (!r.lengths_why.empty()) s += fmt::format("  lengths probed: {}: {}\n", fmt::join(r.seq_lens, ", "), r.lengths_why);
   if (!r.lengths_skipped.empty()) {
     s += fmt::format("  lengths probed: {}; skipped where the model does not run:\n", fmt::join(r.seq_lens, ", "));

@@ -13,7 +13,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/precision_switch.h"
-#include "core/rng_guard.h"
+#include "runtime/rng_guard.h"
 #include "audit/audit_refusal.h"
 #include "util/error.h"
 

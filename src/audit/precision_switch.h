@@ -61,6 +61,10 @@ class PrecisionSwitch {
   // L: the length the float64 forward test and the floor measurement run at (the audit's main length).
   PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L);
   at::ScalarType own() const { return own_; }
+  // The precision that decided the future tables (the future check records it): the checks that
+  // run in the decisive precision (Check::in_decisive_precision) are put there. own() until then.
+  void record_decisive(at::ScalarType dtype) { decisive_ = dtype; }
+  at::ScalarType decisive() const { return decisive_.value_or(own_); }
   void to_own();
   // Puts the target in float64; false (target left in its own dtype, note recorded) when
   // float64 is unavailable. True at once for a float64 target. The first call measures the
@@ -81,6 +85,7 @@ class PrecisionSwitch {
   Prober& prober_;
   int64_t L_;
   at::ScalarType own_;
+  std::optional<at::ScalarType> decisive_;
   bool tested_ = false;
   bool unavailable_ = false;
   std::optional<PrecisionFloor> floor_;

@@ -16,7 +16,7 @@
 #include "audit/audit_prober.h"
 #include "audit/precision_switch.h"
 #include "audit/property_runner.h"
-#include "core/rng_guard.h"
+#include "runtime/rng_guard.h"
 #include "util/error.h"
 #include "util/error_text.h"
 
@@ -227,8 +227,8 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   CaseChecker checker(target, opt, prec.threshold(),  // above the model's measured floor
                       std::max(opt.lookahead, r.leak_horizon));
   std::vector<AuditMode> modes;
-  if (opt.eval_mode) modes.push_back(AuditMode::kEval);
-  if (opt.train_mode) modes.push_back(AuditMode::kTrain);
+  if (opt.eval_mode()) modes.push_back(AuditMode::kEval);
+  if (opt.train_mode()) modes.push_back(AuditMode::kTrain);
   const int64_t max_batch = std::max<int64_t>(2, std::min<int64_t>(opt.batch, 8));
 
   // What the callback keeps between cases: RapidCheck's shrinking ends on the minimal failing

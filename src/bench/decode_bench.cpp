@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/language_model.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "core/token_mixer.h"
 #include "util/error.h"
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/model_file.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "util/error.h"
 
 namespace grassaudit {

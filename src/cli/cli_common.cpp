@@ -10,8 +10,8 @@
 
 #include <iostream>
 
-#include "core/distributed.h"
-#include "core/runtime.h"
+#include "runtime/distributed.h"
+#include "runtime/runtime.h"
 #include "util/error.h"
 
 namespace grassaudit::cli {
@@ -94,7 +94,39 @@ void add_config_flag(po::options_description& desc, const FieldInfo& field) {
     case FieldKind::kReal: desc.add_options()(name, po::value<double>(), help); break;
     case FieldKind::kText:
     case FieldKind::kIntList: desc.add_options()(name, po::value<std::string>(), help); break;
+    case FieldKind::kSwitch: desc.add_options()(name, po::bool_switch(), help); break;
+    case FieldKind::kOptionalInt: desc.add_options()(name, po::value<int64_t>(), help); break;
   }
+}
+
+void add_config_flag(po::options_description& desc, const FieldInfo& field, ConstFieldRef shown_default) {
+  const char* name = field.flag.c_str();
+  const char* help = field.help.c_str();
+  struct Visitor {
+    po::options_description& desc;
+    const char* name;
+    const char* help;
+    void operator()(const int64_t* v) const { desc.add_options()(name, po::value<int64_t>()->default_value(*v), help); }
+    void operator()(const uint64_t* v) const {
+      desc.add_options()(name, po::value<Unsigned64>()->default_value(Unsigned64{*v}, std::to_string(*v)), help);
+    }
+    void operator()(const double* v) const { desc.add_options()(name, po::value<double>()->default_value(*v), help); }
+    void operator()(const std::string* v) const {
+      desc.add_options()(name, po::value<std::string>()->default_value(*v), help);
+    }
+    void operator()(const std::vector<int64_t>* v) const {
+      if (v->empty()) {
+        desc.add_options()(name, po::value<std::string>(), help);
+        return;
+      }
+      std::string text;
+      for (int64_t x : *v) text += (text.empty() ? "" : ",") + std::to_string(x);
+      desc.add_options()(name, po::value<std::string>()->default_value(text), help);
+    }
+    void operator()(const bool*) const { desc.add_options()(name, po::bool_switch(), help); }
+    void operator()(const std::optional<int64_t>*) const { desc.add_options()(name, po::value<int64_t>(), help); }
+  };
+  std::visit(Visitor{desc, name, help}, shown_default);
 }
 
 void apply_config_flag(const po::variable_value& value, const FieldInfo& field, FieldRef target) {
@@ -106,6 +138,10 @@ void apply_config_flag(const po::variable_value& value, const FieldInfo& field, 
     void operator()(double* out) const { *out = v.as<double>(); }
     void operator()(std::string* out) const { *out = v.as<std::string>(); }
     void operator()(std::vector<int64_t>* out) const { *out = parse_int_list(v.as<std::string>(), "--" + f.flag); }
+    void operator()(bool* out) const {
+      if (v.as<bool>()) *out = f.switch_sets;  // a switch not given leaves the field as it is
+    }
+    void operator()(std::optional<int64_t>* out) const { *out = v.as<int64_t>(); }
   };
   std::visit(Visitor{value, field}, target);
 }

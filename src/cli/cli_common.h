@@ -42,12 +42,21 @@ void add_dist_timeout_option(po::options_description& desc, double* seconds);
 // as Unsigned64; integer lists as "1,2,4" text, parse_int_list). apply_config_flags sets the
 // fields whose flags were given and leaves the others as they are.
 void add_config_flag(po::options_description& desc, const FieldInfo& field);
+// The same with the field's default shown in --help ("--batch arg (=32)"): given or not, the flag
+// then holds a value, the default where it was not given.
+void add_config_flag(po::options_description& desc, const FieldInfo& field, ConstFieldRef shown_default);
 void apply_config_flag(const po::variable_value& value, const FieldInfo& field, FieldRef target);
 
 template <class Config>
 void add_config_flags(po::options_description& desc, const std::vector<Field<Config>>& fields) {
   for (const auto& f : fields)
     if (!f.flag.empty()) add_config_flag(desc, f);
+}
+
+template <class Config>
+void add_config_flags(po::options_description& desc, const std::vector<Field<Config>>& fields, const Config& defaults) {
+  for (const auto& f : fields)
+    if (!f.flag.empty()) add_config_flag(desc, f, f.ref(defaults));
 }
 
 template <class Config>

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_option_fields.h"
 #include "audit/audit_refusal.h"
 #include "audit/audit_shard.h"
 #include "audit/audit_suite.h"
@@ -28,13 +29,13 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
-#include "core/distributed.h"
-#include "core/runtime.h"
+#include "runtime/distributed.h"
+#include "runtime/runtime.h"
 #include "core/token_mixer.h"
 #include "train/rank_output.h"
 #include "report/audit_page.h"
-#include "report/gnuplot.h"
-#include "report/leak_map_figure.h"
+#include "report/figures/gnuplot.h"
+#include "report/figures/leak_map_figure.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -74,12 +75,6 @@ const char* kAuditUsage =
     "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
     "  grassaudit audit ...\n"
     "  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).";
-
-void apply_mode(const std::string& mode, AuditOptions& opt) {
-  if (mode == "eval") opt.train_mode = false;
-  else if (mode == "train") opt.eval_mode = false;
-  else if (mode != "both") throw InputError(fmt::format("--mode must be eval, train or both, got '{}'", mode));
-}
 
 int run_suite(const std::string& path, const AuditOptions& opt, const std::string& json_path) {
   auto results = run_audit_suite(path, opt, open_model_file);
@@ -122,62 +117,25 @@ void add_audit_options(po::options_description& desc) {
       ("checkpoint", po::value<std::string>(), "grassaudit checkpoint to audit")
       ("suite", po::value<std::string>(), "suite of control models (JSON)")
       ("seq-len", po::value<int64_t>(), "sequence length L (built-in default: the model's max_len; a model file exported at one length: that length)")
-      ("batch", po::value<int64_t>()->default_value(32), "probe rows per forward pass")
-      ("device", po::value<std::string>()->default_value("cpu"),
-       "cpu | cuda | cuda:N: where the model runs and is probed (its float64 decisions too; TF32 off)")
-      ("trials", po::value<int64_t>()->default_value(3), "independent trials (base sequences)")
-      ("mode", po::value<std::string>()->default_value("both"), "eval | train | both")
-      ("seed", po::value<Unsigned64>()->default_value(Unsigned64{1234}, "1234"), "seed for probes (and untrained weights)")
-      ("seq-lens", po::value<std::string>(), "override the length schedule, e.g. 64,63,32")
       ("feature-scale", po::value<double>()->default_value(1.0), "std of random features (features input)")
       ("output", po::value<std::string>()->default_value("hidden"),
        "built-in: hidden (final LayerNorm output; the tied head is position-wise, so causality is\n"
        "the same as for logits, at a fraction of the cost) or logits; with --model: the one output leaf\n"
        "to audit, e.g. [0] or [\"logits\"] (default: every leaf with the time axis)")
-      ("no-gradient-check", po::bool_switch(), "skip the gradient method")
-      ("weights-as-given", po::bool_switch(),
-       "skip the structural pass (exactly-zero parameters redrawn and the future audited again):\n"
-       "for trained weights that are zero on purpose (pruning)")
-      ("allow-lookahead", po::value<int64_t>()->default_value(0),
-       "contract: y_t may read x_{t+1..t+K} (streaming right context, codec lookahead)")
-      ("window", po::value<int64_t>(), "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1")
-      ("no-length-check", po::bool_switch(), "skip length independence (prefix runs: a traced model runs at its traced length only)")
-      ("no-train-proof", po::bool_switch(),
-       "probe train mode even when the model's code proves it computes what eval mode does\n"
-       "(forward never reads `training` and draws no random numbers: the tables are then eval's)")
-      ("no-batch-check", po::bool_switch(), "skip batch independence (a traced model may run at its traced batch only)")
-      ("probe-every-row", po::bool_switch(),
-       "probe every trial of every table (default: the first trial's rows screen the future tables,\n"
-       "and the past tables after a first one that moved nothing; the others run only where a screen moved)")
-      ("property", po::value<int64_t>(),
-       "property search: N RapidCheck cases (lengths, batch sizes, cuts, perturbation kinds, seeds),\n"
-       "shrunk to the smallest length and cut that still fail")
-      ("incremental", po::bool_switch(),
-       "also audit the incremental path against forward: --model exports init_state(batch) and\n"
-       "step(x, state) (audits/README.md: the incremental path); --mixer: the built-in KV cache / Grassmann buffer")
       ("json", po::value<std::string>(), "write the result as JSON")
       ("leak-map", po::value<std::string>(),
        "write the leak map: FILE.svg or FILE.png a picture (drawn by gnuplot), any other name CSV (t,D,effect)")
       ("report", po::value<std::string>(),
        "write one page for the audit into this folder: README.md (verdict, contract, each check's result and cost,\n"
        "the evidence, the summary) with the leak map as leakmap.svg and leakmap.png");
+  // What the audit is asked to do: audit/audit_option_fields.h, with the defaults shown.
+  add_config_flags(desc, audit_option_fields(), AuditOptions{});
 }
 
 // The options every audit source shares (seq_len comes with the target).
 AuditOptions audit_options_from(const po::variables_map& vm) {
   AuditOptions opt;
-  opt.batch = vm["batch"].as<int64_t>();
-  opt.trials = vm["trials"].as<int64_t>();
-  opt.seed = vm["seed"].as<Unsigned64>().value;
-  opt.gradient_check = !vm["no-gradient-check"].as<bool>();
-  opt.structural = !vm["weights-as-given"].as<bool>();
-  apply_mode(vm["mode"].as<std::string>(), opt);
-  opt.lookahead = vm["allow-lookahead"].as<int64_t>();
-  if (vm.count("window")) opt.window = vm["window"].as<int64_t>();
-  opt.length_check = !vm["no-length-check"].as<bool>();
-  opt.batch_check = !vm["no-batch-check"].as<bool>();
-  opt.train_by_proof = !vm["no-train-proof"].as<bool>();
-  opt.screen = !vm["probe-every-row"].as<bool>();
+  apply_config_flags(vm, audit_option_fields(), opt);
   validate_audit_options(opt);
   return opt;
 }
@@ -262,12 +220,7 @@ int audit_main(int argc, char** argv) {
     const ShardedAuditScope sharded;
 
     AuditOptions opt = audit_options_from(vm);
-    opt.device = vm["device"].as<std::string>();
     parse_audit_device(opt.device);  // one line now, before any model is read
-    if (vm.count("property")) {
-      opt.property_cases = vm["property"].as<int64_t>();
-      if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
-    }
     const std::string json_path = vm.count("json") ? vm["json"].as<std::string>() : "";
     if (vm.count("json")) check_output_path(json_path, "--json");  // before the audit, not after it
     if (vm.count("leak-map")) {
@@ -292,11 +245,9 @@ int audit_main(int argc, char** argv) {
     InputsInferred inferred;
     std::unique_ptr<AuditTarget> target = make_target(vm, opt, inferred);
     place_on_device(*target, opt.device);
-    if (vm.count("seq-lens")) opt.seq_lens = parse_int_list(vm["seq-lens"].as<std::string>(), "--seq-lens");
     for (int64_t l : opt.seq_lens)
       if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
 
-    opt.incremental = vm["incremental"].as<bool>();
     if (opt.incremental) require_incremental(*target);  // refused before any probe: exit 2, one line
 
     AuditResult result;

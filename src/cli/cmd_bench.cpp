@@ -18,7 +18,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/lm_loss.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "core/token_mixer.h"
 #include "train/gate.h"
 #include "train/presets.h"

@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "core/checkpoint.h"
 #include "core/lm_loss.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "text/wikitext2.h"
 #include "train/gate.h"
 #include "train/lm_data.h"

@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "core/checkpoint.h"
 #include "core/generate.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "text/data_dir.h"
 #include "text/detokenize.h"
 #include "text/word_tokenizer.h"

@@ -9,7 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/checkpoint.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "train/lm_data.h"
 #include "train/presets.h"
 #include "train/trainer.h"

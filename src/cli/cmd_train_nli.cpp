@@ -8,7 +8,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "nli/nli_checkpoint.h"
 #include "nli/nli_trainer.h"
 #include "train/trainer.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/cpu_features.h"
-#include "core/runtime.h"
+#include "runtime/cpu_features.h"
+#include "runtime/runtime.h"
 #include "util/command_line.h"
 #include "util/error.h"
 
@@ -48,7 +48,7 @@ const std::vector<Command>& commands() {
 // if the exec fails the command runs on with spinning workers (slower, not different).
 //
 // The same exec selects OpenBLAS's kernel family when its own detection fell below what the CPU
-// can run (core/cpu_features.h): OpenBLAS reads OPENBLAS_CORETYPE once, when it loads, so only a
+// can run (runtime/cpu_features.h): OpenBLAS reads OPENBLAS_CORETYPE once, when it loads, so only a
 // fresh process can change it. Measured on the 2-core AMD EPYC (AVX-512 + BF16) development
 // machine, 2 threads, same process image: OpenBLAS 0.3.21 picks Haswell, sgemm 1024^3 243-246
 // GFLOP/s; with SkylakeX/Cooperlake kernels 451-456 (the head's [4096,256]x[256,30522]: 228-237

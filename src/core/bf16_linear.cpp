@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 namespace grassaudit {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 namespace grassaudit {
 namespace {

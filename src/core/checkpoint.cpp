@@ -1,8 +1,8 @@
 #include "core/checkpoint.h"
 
-#include "core/pickle_guard.h"
+#include "runtime/pickle_guard.h"
 
-#include "core/rng_guard.h"
+#include "runtime/rng_guard.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "core/bf16_xent_rows.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 namespace grassaudit {
 namespace {

@@ -10,7 +10,7 @@
 #include "core/bf16_linear.h"
 #include "core/model_config.h"
 #include "core/pluecker.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "util/error.h"
 
 namespace grassaudit {

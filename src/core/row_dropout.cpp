@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 namespace grassaudit {
 namespace {

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 #include "core/row_dropout.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "core/checkpoint.h"
-#include "core/rng_guard.h"
+#include "runtime/rng_guard.h"
 #include "nli/nli_checkpoint.h"
 #include "nli/nli_data.h"
 #include "text/vocab.h"

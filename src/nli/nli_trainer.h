@@ -21,7 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 #include "nli/nli_model.h"
 #include "nli/nli_train_config.h"
 

@@ -3,7 +3,7 @@
     python3 -m pip install --no-build-isolation ./src/python
 
 torch.utils.cpp_extension supplies that torch's include paths, libraries and ABI flags, so the
-engine (the CLI's own src/util, src/core and src/audit sources, compiled here: no prebuilt
+engine (the CLI's own src/audit, src/runtime, src/util and src/report/figures sources, compiled here: no prebuilt
 library of another LibTorch is linked) matches whatever torch the Python has: Debian's 1.13, or
 a venv's pip torch 2.x. Needs a C++17 compiler and the headers of fmt and nlohmann-json
 (Debian: libfmt-dev nlohmann-json3-dev); property=N also RapidCheck (librapidcheck-dev: see
@@ -31,24 +31,15 @@ except ImportError:
     sys.exit("grassaudit: this Python has no torch; install PyTorch (>= 1.13) first, then "
              "python3 -m pip install --no-build-isolation ./src/python")
 
-# The engine's sources the in-process audit runs: the whole of src/audit (the engine, by folder;
-# the module is live, so nothing of src/formats, the model readers, is compiled), apart from the
-# RapidCheck runner (its own module below); and what the engine uses beneath it.
-ENGINE_DIRS = ["audit", "audit/checks"]
+# The engine's sources the in-process audit runs, by folder, as the CMake build's layers are: the
+# engine (src/audit; the module is live, so nothing of src/formats, the model readers, is
+# compiled) apart from the RapidCheck runner (its own module below), and what it stands on: the
+# runtime (single-process here: no GRASSAUDIT_C10D), util, and the report's figure code
+# (Report.plot draws the leak map as the CLI does).
+ENGINE_DIRS = ["audit", "audit/checks", "runtime", "util", "report/figures"]
 RAPIDCHECK_RUNNER = "audit/property_runner_rc.cpp"
-BENEATH = [
-    "core/distributed.cpp",          # single-process here (no GRASSAUDIT_C10D)
-    "report/figures.cpp",            # Report.plot: the leak map drawn by the report's own figure code
-    "report/gnuplot.cpp",
-    "report/gnuplot_script.cpp",
-    "report/leak_map_figure.cpp",
-    "util/atomic_file.cpp",
-    "util/error_text.cpp",
-    "util/sha256.cpp",
-    "util/write_points.cpp",
-]
 ENGINE = sorted(os.path.relpath(p, SRC) for d in ENGINE_DIRS for p in glob.glob(os.path.join(SRC, d, "*.cpp"))
-                if os.path.relpath(p, SRC) != RAPIDCHECK_RUNNER) + BENEATH
+                if os.path.relpath(p, SRC) != RAPIDCHECK_RUNNER)
 
 
 def find_rapidcheck():

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "report/figures.h"
-#include "report/leak_map_figure.h"
+#include "report/figures/figures.h"
+#include "report/figures/leak_map_figure.h"
 
 namespace grassaudit {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "report/best_epoch.h"
 #include "report/format.h"
-#include "report/gnuplot_script.h"
-#include "report/leak_map_figure.h"
+#include "report/figures/gnuplot_script.h"
+#include "report/figures/leak_map_figure.h"
 #include "report/limitations.h"
 #include "report/seed_groups.h"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "report/bench.h"
-#include "report/figures.h"
+#include "report/figures/figures.h"
 #include "report/published.h"
 #include "report/report.h"
 #include "report/runs.h"

@@ -5,7 +5,7 @@
 
 #include "report/bench.h"
 #include "report/figure_plan.h"
-#include "report/figures.h"
+#include "report/figures/figures.h"
 #include "report/published.h"
 #include "report/readme.h"
 #include "report/runs.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 namespace grassaudit {
 namespace {

@@ -8,12 +8,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_option_fields.h"
 #include "audit/audit_shard.h"
 #include "formats/builtin/builtin_target.h"
 #include "audit/incremental_audit.h"
 #include "core/checkpoint.h"
-#include "core/distributed.h"
-#include "core/rng_guard.h"
+#include "runtime/distributed.h"
+#include "runtime/rng_guard.h"
 #include "train/lm_data.h"
 
 namespace grassaudit {
@@ -60,24 +61,22 @@ std::optional<EvalStats> evaluate_lm(LanguageModel& model, const LmBlocks& block
 }
 
 AuditOptions gate_audit_options(int64_t seq_len, int64_t trials, int64_t batch, uint64_t seed) {
-  AuditOptions o;
-  o.seq_len = seq_len;
-  o.trials = trials;
-  o.batch = batch;
-  o.seed = seed;
-  o.eval_mode = true;
-  o.train_mode = true;
-  o.gradient_check = true;
-  // A leak proven at L quarantines the number; the shorter lengths' float64 re-runs would cost
-  // more than the rest of the audit (every cut of a leaky model moves) to refine the horizon
-  // only. Causal models still get the whole schedule.
-  o.stop_when_leaky = true;
-  // The gate's contract is the strict one (no lookahead, no window), so the past horizon would
-  // decide nothing: not measured. Batch independence (train-mode batch statistics would leak
-  // across rows of consecutive text) and length independence stay on: both are cheap next to
-  // the future tables (measured in the closing note of the audit-contracts issue).
-  o.past_horizon = false;
-  return o;
+  // The gate's settings, by the audit option table's keys (audit/audit_option_fields.h); every
+  // other option as the CLI's default. Both modes, the gradient method and the strict contract.
+  // stop_when_leaky: a leak proven at L quarantines the number; the shorter lengths' float64
+  // re-runs would cost more than the rest of the audit (every cut of a leaky model moves) to
+  // refine the horizon only. Causal models still get the whole schedule.
+  // past_horizon off: with no window the past horizon decides nothing. Batch independence
+  // (train-mode batch statistics would leak across rows of consecutive text) and length
+  // independence stay on: both are cheap next to the future tables.
+  return audit_options_from_json({{"seq_len", seq_len},
+                                  {"trials", trials},
+                                  {"batch", batch},
+                                  {"seed", seed},
+                                  {"mode", "both"},
+                                  {"gradient_check", true},
+                                  {"stop_when_leaky", true},
+                                  {"past_horizon", false}});
 }
 
 namespace {

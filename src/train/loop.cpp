@@ -10,8 +10,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/distributed.h"
-#include "core/torch_compat.h"
+#include "runtime/distributed.h"
+#include "runtime/torch_compat.h"
 #include "train/fused_adamw.h"
 #include "train/interrupt.h"
 #include "train/schedule.h"

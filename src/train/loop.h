@@ -69,7 +69,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
 // Moves the optimizer's moments to `device` (after loading a CPU checkpoint; a no-op on CPU).
 void move_optimizer_state(torch::optim::AdamW& optimizer, const c10::Device& device);
 
-// One step's loss as the task computed it. Data-parallel (core/distributed.h): `loss` is this
+// One step's loss as the task computed it. Data-parallel (runtime/distributed.h): `loss` is this
 // rank's mean over its rows of the global batch, `share` the fraction of the global batch's loss
 // weight those rows carry (their units over the global units), so that the sum over ranks of
 // share * gradient is the one-process gradient of the global mean; units and tokens count the

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/row_dropout.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "util/build_info.h"
 #include "util/command_line.h"
 

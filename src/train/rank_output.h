@@ -5,7 +5,7 @@
 #include <iostream>
 #include <streambuf>
 
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 
 namespace grassaudit {
 

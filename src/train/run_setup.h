@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
-#include "core/distributed.h"
-#include "core/rng_guard.h"
+#include "runtime/distributed.h"
+#include "runtime/rng_guard.h"
 #include "train/loop.h"
 
 namespace grassaudit {

@@ -16,12 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint.h"
-#include "core/cpu_features.h"
-#include "core/distributed.h"
+#include "runtime/cpu_features.h"
+#include "runtime/distributed.h"
 #include "core/generate.h"
 #include "core/lm_loss.h"
 #include "core/row_dropout.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "core/token_mixer.h"
 #include "text/detokenize.h"
 #include "text/wikitext2.h"

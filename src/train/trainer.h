@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 #include "core/model_config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "train/train_config.h"
 
 namespace grassaudit {
@@ -42,7 +42,7 @@ struct TrainRequest {
   std::string cache_dir;  // tokenized corpus cache ("" = none)
   bool allow_other_data = false;
   std::string device = "cpu";  // cpu | cuda
-  // CUDA float32 math of the training steps (core/runtime.h); evaluation is always IEEE float32
+  // CUDA float32 math of the training steps (runtime/runtime.h); evaluation is always IEEE float32
   // and the gate always audits an exact CPU copy. Must be kFp32 on CPU.
   CudaPrecision precision = CudaPrecision::kFp32;
   bool plain_progress = false; // never draw a bar (tests)
@@ -51,7 +51,7 @@ struct TrainRequest {
   // closing validation, audit and test evaluation to end inside it (train/loop.h). The LR
   // schedule still spans the planned epochs; summary.json records planned vs completed epochs.
   double time_budget_seconds = 0;
-  // Data-parallel (started by torchrun, core/distributed.h): seconds a collective may wait for the
+  // Data-parallel (started by torchrun, runtime/distributed.h): seconds a collective may wait for the
   // other ranks before the run ends naming the lost one (--dist-timeout).
   double dist_timeout_seconds = dist::kDefaultTimeoutSeconds;
 };

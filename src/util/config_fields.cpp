@@ -123,6 +123,8 @@ std::string field_violation(const FieldInfo& f, ConstFieldRef value) {
       }
       return "";
     }
+    std::string operator()(const bool*) const { return ""; }
+    std::string operator()(const std::optional<int64_t>* v) const { return *v ? number_violation(f, **v) : ""; }
   };
   return std::visit(Visitor{f}, value);
 }
@@ -133,9 +135,18 @@ void throw_field_violation(const std::string& config_name, const std::string& re
 
 // ---- JSON ----------------------------------------------------------------------------------
 
-nlohmann::json field_to_json(ConstFieldRef value) {
-  return std::visit([](auto* v) { return nlohmann::json(*v); }, value);
-}
+namespace {
+// A field's value as JSON: an unset optional is null.
+struct ToJson {
+  nlohmann::json operator()(const std::optional<int64_t>* v) const { return *v ? nlohmann::json(**v) : nullptr; }
+  template <class T>
+  nlohmann::json operator()(const T* v) const {
+    return nlohmann::json(*v);
+  }
+};
+}  // namespace
+
+nlohmann::json field_to_json(ConstFieldRef value) { return std::visit(ToJson{}, value); }
 
 void throw_not_an_object(const std::string& config_name) {
   throw InputError(fmt::format("{} config must be a JSON object", config_name));
@@ -185,6 +196,18 @@ void field_from_json(const nlohmann::json& v, FieldRef value, const std::string&
         list.push_back(x.get<int64_t>());
       }
       *out = std::move(list);
+    }
+    void operator()(bool* out) const {
+      if (!v.is_boolean()) fail("true or false");
+      *out = v.get<bool>();
+    }
+    void operator()(std::optional<int64_t>* out) const {
+      if (v.is_null()) {
+        out->reset();
+        return;
+      }
+      if (!is_int64(v)) fail("an integer or null");
+      *out = v.get<int64_t>();
     }
   };
   std::visit(Visitor{v, bad}, value);

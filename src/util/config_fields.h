@@ -43,13 +43,15 @@ FieldCheck open_range(double lo, double hi);                   // in (lo, hi)
 FieldCheck one_of(std::vector<std::string> choices);
 FieldCheck non_empty_at_least(double lo);                      // lists: non-empty, each >= lo
 
-// The value types a config field may have, as pointers into one config object.
-using FieldRef = std::variant<int64_t*, uint64_t*, double*, std::string*, std::vector<int64_t>*>;
-using ConstFieldRef =
-    std::variant<const int64_t*, const uint64_t*, const double*, const std::string*, const std::vector<int64_t>*>;
+// The value types a config field may have, as pointers into one config object: a switch is a
+// bool, an optional integer is unset (JSON null, no flag) until given.
+using FieldRef = std::variant<int64_t*, uint64_t*, double*, std::string*, std::vector<int64_t>*, bool*,
+                              std::optional<int64_t>*>;
+using ConstFieldRef = std::variant<const int64_t*, const uint64_t*, const double*, const std::string*,
+                                   const std::vector<int64_t>*, const bool*, const std::optional<int64_t>*>;
 
 // The value type of a field, in the order of FieldRef's alternatives.
-enum class FieldKind { kInt, kUnsigned, kReal, kText, kIntList };
+enum class FieldKind { kInt, kUnsigned, kReal, kText, kIntList, kSwitch, kOptionalInt };
 
 // A field without its member: what the JSON, check and flag code needs to know.
 struct FieldInfo {
@@ -58,17 +60,20 @@ struct FieldInfo {
   std::string help;  // the flag's --help text
   FieldCheck check;
   FieldKind kind;
+  bool switch_sets = true;  // a switch: the value its flag, when given, sets (false for --no-X)
 };
 
 template <class Config>
 struct Field : FieldInfo {
   using Member = std::variant<int64_t Config::*, uint64_t Config::*, double Config::*, std::string Config::*,
-                              std::vector<int64_t> Config::*>;
+                              std::vector<int64_t> Config::*, bool Config::*, std::optional<int64_t> Config::*>;
   Member member;
 
   template <class T>
-  Field(std::string key, T Config::*m, FieldCheck check, std::string flag = "", std::string help = "")
-      : FieldInfo{std::move(key), std::move(flag), std::move(help), std::move(check), FieldKind::kInt}, member(m) {
+  Field(std::string key, T Config::*m, FieldCheck check, std::string flag = "", std::string help = "",
+        bool switch_sets = true)
+      : FieldInfo{std::move(key), std::move(flag), std::move(help), std::move(check), FieldKind::kInt, switch_sets},
+        member(m) {
     kind = static_cast<FieldKind>(member.index());
   }
 

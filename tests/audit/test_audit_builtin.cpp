@@ -66,8 +66,8 @@ TEST(AuditBuiltin, PastAndAttentionCausalFutureLeaksWithPredictedHorizon) {
   EXPECT_EQ(fut.gradient.leak_horizon, 7);
   EXPECT_TRUE(fut.gradient.agrees);
   // Leak map: y_0 depends on x_1 (D = 1) and nothing beyond D = 7.
-  EXPECT_GT(fut.leak_map[0][0], 0.0);
-  EXPECT_EQ(fut.leak_map[0][7], 0.0);
+  EXPECT_GT(fut.leak_map()[0][0], 0.0);
+  EXPECT_EQ(fut.leak_map()[0][7], 0.0);
 
   auto all = audit(tiny("future", {1, 3}, "all", 2), 24);
   EXPECT_EQ(all.leak_horizon, 6);  // layers * max offset

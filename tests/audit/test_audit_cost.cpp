@@ -148,7 +148,7 @@ TEST(AuditCost, TheJsonAndSummarySayWhatTheAuditRan) {
   o.screen = false;
   const AuditResult every_row = run_causality_audit(t, o);
   EXPECT_EQ(screened.verdict, every_row.verdict);
-  EXPECT_EQ(screened.leak_map, every_row.leak_map);
+  EXPECT_EQ(screened.leak_map(), every_row.leak_map());
   const auto js = to_json(screened), je = to_json(every_row);
   const auto& f = js["forwards"];
   EXPECT_EQ(f["unit"]["rows"], o.batch);

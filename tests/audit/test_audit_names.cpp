@@ -60,7 +60,7 @@ TEST(AuditNames, AResultNotYetAuditedReadsAsCausal) {
 TEST(AuditNames, ModesAreRecordedByNameInTheResultAndTheJson) {
   FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
   auto o = opts(8);
-  o.eval_mode = false;  // train only
+  o.mode = "train";  // train only
   auto r = run_causality_audit(leaky, o);
   EXPECT_EQ(r.modes, (std::vector<std::string>{"train"}));
   EXPECT_EQ(r.modes_planned, (std::vector<std::string>{"train"}));

@@ -168,7 +168,7 @@ TEST(AuditContracts, NaNOnlyInAProbePassIsStillTheContractError) {
       return y;
     });
     AuditOptions o = small(8);
-    o.train_mode = false;
+    o.mode = "eval";
     o.trials = trials;
     try {
       run_causality_audit(t, o);

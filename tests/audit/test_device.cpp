@@ -26,9 +26,10 @@ const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 // (t, D) of every non-zero cell of the leak map.
 std::vector<std::pair<size_t, size_t>> moved_cells(const AuditResult& r) {
   std::vector<std::pair<size_t, size_t>> out;
-  for (size_t t = 0; t < r.leak_map.size(); ++t)
-    for (size_t d = 0; d < r.leak_map[t].size(); ++d)
-      if (r.leak_map[t][d] > 0) out.emplace_back(t, d);
+  const auto map = r.leak_map();
+  for (size_t t = 0; t < map.size(); ++t)
+    for (size_t d = 0; d < map[t].size(); ++d)
+      if (map[t][d] > 0) out.emplace_back(t, d);
   return out;
 }
 }  // namespace
@@ -44,7 +45,7 @@ TEST(AuditDevice, PlacedOnTheCpuAuditsAsWithoutIt) {
   EXPECT_EQ(b.device, "cpu");
   EXPECT_EQ(a.verdict, b.verdict);
   EXPECT_EQ(a.leak_horizon, b.leak_horizon);
-  EXPECT_EQ(a.leak_map, b.leak_map);
+  EXPECT_EQ(a.leak_map(), b.leak_map());
   EXPECT_EQ(a.max_effect, b.max_effect);
   EXPECT_EQ(a.past_horizon, b.past_horizon);
 }

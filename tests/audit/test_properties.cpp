@@ -156,7 +156,7 @@ TEST(PropertyCanFail, BrokenMaskIsCaughtAndShrunk) {
     o.seq_len = L;
     o.trials = 1;
     o.seq_lens = {L};
-    o.train_mode = false;
+    o.mode = "eval";
     bool causal = run_causality_audit(t, o).verdict == Verdict::kCausal;
     if (!causal) smallest_failing = std::min(smallest_failing, L);
     return causal;

@@ -20,7 +20,7 @@ AuditOptions options() {
   AuditOptions o;
   o.seq_len = 12;
   o.trials = 1;
-  o.train_mode = false;
+  o.mode = "eval";
   return o;
 }
 

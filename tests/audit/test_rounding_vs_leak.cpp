@@ -98,7 +98,7 @@ TEST(AuditModes, LeakOnlyInTrainModeIsLeaky) {
   EXPECT_EQ(r.mode_horizons[0], std::make_pair(std::string("eval"), int64_t{0}));
   EXPECT_EQ(r.mode_horizons[1], std::make_pair(std::string("train"), int64_t{3}));
   auto eval_only = opts(16);
-  eval_only.train_mode = false;
+  eval_only.mode = "eval";
   EXPECT_EQ(run_causality_audit(t, eval_only).verdict, Verdict::kCausal);
 }
 
@@ -169,7 +169,7 @@ TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
   EXPECT_EQ(r.modes, (std::vector<std::string>{"eval"}));
   EXPECT_EQ(r.modes_planned, (std::vector<std::string>{"eval", "train"}));
   EXPECT_EQ(r.mode_horizons.size(), 1u);
-  EXPECT_GT(r.leak_map[0][2], 0.0);  // y_0 <- x_3
+  EXPECT_GT(r.leak_map()[0][2], 0.0);  // y_0 <- x_3
   auto full = run_causality_audit(leaky, opts(32));
   EXPECT_FALSE(full.stopped_early);
   EXPECT_EQ(full.seq_lens, audit_length_schedule(32));
@@ -223,8 +223,8 @@ TEST(PrecisionFloor, TrueFloat64ModelDecidesHorizonsAgainstItsMeasuredFloor) {
   EXPECT_EQ(r.precision_floor->precision, "float64");
   EXPECT_LT(r.precision_floor->value, 1e-13);
   EXPECT_FALSE(r.precision_floor->float32_sized);
-  EXPECT_LT(r.threshold, 1e-12);  // 100 x the floor: far below the 1e-9 kept where no floor is measured
-  EXPECT_DOUBLE_EQ(r.precision_floor->horizon_threshold, r.threshold);
+  EXPECT_LT(r.threshold(), 1e-12);  // 100 x the floor: far below the 1e-9 kept where no floor is measured
+  EXPECT_DOUBLE_EQ(r.precision_floor->horizon_threshold, r.threshold());
   EXPECT_DOUBLE_EQ(r.precision_floor->threshold, kLeakThreshold64);  // batch, length, incremental
   EXPECT_EQ(r.verdict, Verdict::kLeaky);  // 1e-6 of the output scale is still a leak
 }
@@ -236,7 +236,7 @@ TEST(PrecisionFloor, Float32IslandIsMeasuredAndNotReadAsLengthDependence) {
   EXPECT_TRUE(r.precision_floor->float32_sized);
   EXPECT_GT(r.precision_floor->value, 1e-10);
   EXPECT_LT(r.precision_floor->value, 1e-6);
-  EXPECT_GE(r.threshold, 100 * r.precision_floor->value);
+  EXPECT_GE(r.threshold(), 100 * r.precision_floor->value);
   EXPECT_EQ(r.verdict, Verdict::kCausal);
   EXPECT_EQ(r.length_dependent, std::optional<bool>(false));
   bool said = false;
@@ -260,8 +260,8 @@ TEST(PrecisionFloor, Float32FallbackDecidesAgainstItsMeasuredFloorNotAFixedOneTe
   EXPECT_EQ(r.precision, "float32");
   ASSERT_TRUE(r.precision_floor.has_value());
   EXPECT_EQ(r.precision_floor->precision, "float32");
-  EXPECT_LT(r.threshold, 3e-5);
-  EXPECT_GE(r.threshold, 1e-6);
+  EXPECT_LT(r.threshold(), 3e-5);
+  EXPECT_GE(r.threshold(), 1e-6);
   EXPECT_EQ(r.verdict, Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 3);
 }

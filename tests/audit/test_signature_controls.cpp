@@ -94,7 +94,7 @@ TEST(SignatureControls, TracedFloat32ConstantsArePromotedForTheFloat64Decision) 
   o.seq_lens = {64};
   o.trials = 1;
   o.length_check = false;
-  o.train_mode = false;
+  o.mode = "eval";
   for (const char* cell : {"lstm", "gru"}) {
     SCOPED_TRACE(cell);
     TorchScriptTarget t(kDir + "signature/traced_bidirectional_" + cell + ".pt", {InputBinding::parse("tokens:64")});

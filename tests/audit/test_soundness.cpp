@@ -109,7 +109,7 @@ TEST(SecondaryChecks, GradientsAreComparedWithTheirOwnMode) {
   EXPECT_EQ(r.gradient.leak_horizon, 0);
   EXPECT_TRUE(r.gradient.agrees);
   auto train_only = soundness_options(16);
-  train_only.eval_mode = false;
+  train_only.mode = "train";
   auto rt = run_causality_audit(t, train_only);
   ASSERT_TRUE(rt.gradient.ran);
   EXPECT_EQ(rt.gradient.mode, "train");
@@ -177,7 +177,7 @@ TEST(PrecisionFloor, PiecewiseLinearFloat64ModelReadsAFloat64Floor) {
   EXPECT_LT(r.precision_floor->value, 1e-13);
   EXPECT_FALSE(r.precision_floor->float32_sized);
   // Horizons against 100 x the measured floor; the comparisons across shapes keep 1e-9.
-  EXPECT_DOUBLE_EQ(r.threshold, 100 * std::max(r.precision_floor->value, kFloat64Unit));
+  EXPECT_DOUBLE_EQ(r.threshold(), 100 * std::max(r.precision_floor->value, kFloat64Unit));
   EXPECT_DOUBLE_EQ(r.precision_floor->threshold, kLeakThreshold64);
 }
 
@@ -214,12 +214,12 @@ TEST(DecayingDependence, IsFollowedDownToTheMeasuredFloorAndSaidToDecay) {
   EXPECT_LT(r.leak_horizon, L - 1);
   ASSERT_TRUE(r.effect_at_horizon.has_value());
   ASSERT_TRUE(r.effect_beyond_horizon.has_value());
-  EXPECT_GT(*r.effect_at_horizon, r.threshold);
-  EXPECT_LE(*r.effect_beyond_horizon, r.threshold);
+  EXPECT_GT(*r.effect_at_horizon, r.threshold());
+  EXPECT_LE(*r.effect_beyond_horizon, r.threshold());
   EXPECT_GT(*r.effect_beyond_horizon, 0.0);  // it decays, it does not stop
-  ASSERT_TRUE(r.structural_horizon.has_value());
-  EXPECT_EQ(*r.structural_horizon, L - 1);   // 0.5^63 is a float64 number
-  EXPECT_EQ(r.decaying, std::optional<bool>(true));
+  ASSERT_TRUE(r.structural_horizon().has_value());
+  EXPECT_EQ(*r.structural_horizon(), L - 1);   // 0.5^63 is a float64 number
+  EXPECT_EQ(r.decaying(), std::optional<bool>(true));
   EXPECT_TRUE(r.gradient.agrees) << r.gradient.leak_horizon << " vs " << r.leak_horizon;
   const auto j = to_json(r);
   EXPECT_EQ(j.at("decaying"), true);
@@ -233,8 +233,8 @@ TEST(DecayingDependence, AStopIsNotADecay) {
   auto r = run_causality_audit(t, soundness_options(32));
   EXPECT_EQ(r.leak_horizon, 3);
   EXPECT_EQ(r.effect_beyond_horizon, std::optional<double>(0.0));
-  EXPECT_EQ(r.structural_horizon, std::optional<int64_t>(3));
-  EXPECT_EQ(r.decaying, std::optional<bool>(false));
+  EXPECT_EQ(r.structural_horizon(), std::optional<int64_t>(3));
+  EXPECT_EQ(r.decaying(), std::optional<bool>(false));
   EXPECT_TRUE(r.gradient.agrees);
 }
 

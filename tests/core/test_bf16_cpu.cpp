@@ -13,7 +13,7 @@
 #include "core/lm_loss.h"
 #include "core/model_config.h"
 #include "core/row_dropout.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace grassaudit;
 

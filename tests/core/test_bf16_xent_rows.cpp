@@ -15,7 +15,7 @@
 
 #include "core/bf16_xent_rows.h"
 #include "core/fused_head.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace grassaudit;
 

@@ -24,7 +24,7 @@ using namespace grassaudit;
 namespace {
 
 // max |a - b| / max |b|: relative to the tensor's scale, so tiny entries do not dominate.
-double rel_diff(const at::Tensor& a, const at::Tensor& b) {
+double head_rel_diff(const at::Tensor& a, const at::Tensor& b) {
   const double scale = b.abs().max().item<double>();
   const double diff = (a - b).abs().max().item<double>();
   return scale > 0 ? diff / scale : diff;
@@ -75,9 +75,9 @@ HeadWorst compare_cases(at::ScalarType dtype, uint64_t seed) {
       SCOPED_TRACE("N " + std::to_string(c.N) + " V " + std::to_string(c.V) + " chunk " + std::to_string(chunk));
       EXPECT_EQ(got.loss.scalar_type(), dtype);
       EXPECT_EQ(got.loss.dim(), 0);
-      worst.loss = std::max(worst.loss, rel_diff(got.loss, ref.loss));
-      worst.grad_h = std::max(worst.grad_h, rel_diff(got.grad_h, ref.grad_h));
-      worst.grad_w = std::max(worst.grad_w, rel_diff(got.grad_w, ref.grad_w));
+      worst.loss = std::max(worst.loss, head_rel_diff(got.loss, ref.loss));
+      worst.grad_h = std::max(worst.grad_h, head_rel_diff(got.grad_h, ref.grad_h));
+      worst.grad_w = std::max(worst.grad_w, head_rel_diff(got.grad_w, ref.grad_w));
       // Ignored rows get no gradient at all.
       auto ignored = t.eq(kIgnoreIndex);
       if (ignored.any().item<bool>()) EXPECT_EQ(got.grad_h.index({ignored}).abs().max().item<double>(), 0.0);
@@ -113,8 +113,8 @@ TEST(FusedHead, UpstreamGradientScalesAndAccumulates) {
   auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
   auto total = 2.5 * fused_head_loss(h, w, t, 5) + w.sum();
   total.backward();
-  EXPECT_LE(rel_diff(h.grad(), 2.5 * ref.grad_h), 1e-12);
-  EXPECT_LE(rel_diff(w.grad(), 2.5 * ref.grad_w + 1.0), 1e-12);
+  EXPECT_LE(head_rel_diff(h.grad(), 2.5 * ref.grad_h), 1e-12);
+  EXPECT_LE(head_rel_diff(w.grad(), 2.5 * ref.grad_w + 1.0), 1e-12);
 }
 
 TEST(FusedHead, OnlyTheInputsThatNeedGradientsGetThem) {
@@ -125,7 +125,7 @@ TEST(FusedHead, OnlyTheInputsThatNeedGradientsGetThem) {
   EXPECT_TRUE(h.grad().defined());
   EXPECT_FALSE(w.grad().defined());
   auto ref = run_head(false, h.detach(), w, t, 0);
-  EXPECT_LE(rel_diff(h.grad(), ref.grad_h), 1e-12);
+  EXPECT_LE(head_rel_diff(h.grad(), ref.grad_h), 1e-12);
 }
 
 TEST(FusedHead, AllTargetsIgnoredGivesNanLossZeroGradientLikeTheReference) {
@@ -215,9 +215,9 @@ double model_grad_diff(const std::string& mixer, at::ScalarType dtype, double* l
   };
   auto [lf, gf] = run(LossImpl::kFused);
   auto [lm, gm] = run(LossImpl::kMaterialized);
-  *loss_diff = rel_diff(lf, lm);
+  *loss_diff = head_rel_diff(lf, lm);
   double worst = 0;
-  for (size_t i = 0; i < gf.size(); ++i) worst = std::max(worst, rel_diff(gf[i], gm[i]));
+  for (size_t i = 0; i < gf.size(); ++i) worst = std::max(worst, head_rel_diff(gf[i], gm[i]));
   return worst;
 }
 }  // namespace

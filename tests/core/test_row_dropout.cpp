@@ -16,7 +16,7 @@
 
 #include <cmath>
 
-#include "core/distributed.h"
+#include "runtime/distributed.h"
 #include "core/row_dropout.h"
 
 namespace grassaudit {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -84,6 +85,8 @@ C WithEveryFieldChanged(const std::vector<Field<C>>& fields, C c) {
         *v += "-x";
       }
       void operator()(std::vector<int64_t>* v) const { v->push_back(7); }
+      void operator()(bool* v) const { *v = !*v; }
+      void operator()(std::optional<int64_t>* v) const { *v = v->value_or(4) + 3; }
     };
     std::visit(Change{f}, f.ref(c));
   }
@@ -160,7 +163,8 @@ void ExpectIntegersRejectFractions(const std::vector<Field<C>>& fields, FromJson
 inline std::vector<double> values_outside(const FieldInfo& f) {
   std::vector<double> out;
   const auto& c = f.check;
-  const bool integral = f.kind == FieldKind::kInt || f.kind == FieldKind::kUnsigned || f.kind == FieldKind::kIntList;
+  const bool integral = f.kind == FieldKind::kInt || f.kind == FieldKind::kUnsigned ||
+                        f.kind == FieldKind::kIntList || f.kind == FieldKind::kOptionalInt;
   if (c.lo) out.push_back(c.lo->inclusive ? (integral ? std::ceil(c.lo->value) - 1 : c.lo->value - 0.25)
                                           : c.lo->value);
   if (c.hi) out.push_back(c.hi->inclusive ? (integral ? std::floor(c.hi->value) + 1 : c.hi->value + 0.25)
@@ -213,6 +217,8 @@ void ExpectEveryCheckEnforced(const std::vector<Field<C>>& fields, const C& vali
           if (v->empty()) v->push_back(0);
           v->back() = static_cast<int64_t>(x);
         }
+        void operator()(bool*) const {}
+        void operator()(std::optional<int64_t>* v) const { *v = static_cast<int64_t>(x); }
       };
       std::visit(Set{x}, f.ref(c));
       expect_rejected(c, f, std::to_string(x));

@@ -1,4 +1,4 @@
-// train --precision and the CUDA math settings behind it (core/runtime.h), as far as a CPU-only
+// train --precision and the CUDA math settings behind it (runtime/runtime.h), as far as a CPU-only
 // LibTorch can check them: the flag's parsing and its refusal on CPU, the TF32 switches and their
 // scoped override, bf16 autocast through the real model (on CPU's autocast: the CUDA one needs a
 // GPU), the warm-up step's promise to change nothing, and "precision" in the provenance.
@@ -13,9 +13,9 @@
 #include <string>
 
 #include "core/language_model.h"
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "core/lm_loss.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "train/train_test_support.h"
 #include "util/error.h"
 

@@ -4,7 +4,10 @@
 // batch mixing is named as such and never read as a future leak: this check runs first.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/json_fields.h"
 
@@ -15,11 +18,16 @@ class BatchCheck : public Check {
  public:
   const char* name() const override { return "batch"; }
   bool wanted(const AuditRun& run) const override { return run.opt.batch_check; }
+  // The structural pass's tables are probed one row per pass in a coupled mode too.
+  bool in_structural_pass() const override { return true; }
 
   void run(AuditRun& run) override {
-    measure(run);
+    CoupledModes coupled = measure(run);
     // Train mode proven equal to eval mode shares its coupling.
-    if (run.r.train_from_eval && run.prober.isolated(AuditMode::kEval)) run.prober.isolate_rows(AuditMode::kTrain);
+    const auto& m = coupled.modes;
+    if (run.r.train_from_eval && std::find(m.begin(), m.end(), AuditMode::kEval) != m.end())
+      coupled.modes.push_back(AuditMode::kTrain);
+    run.outputs.put(std::move(coupled));
   }
 
   void judge(const AuditRun& run, std::vector<Violation>& out) const override {
@@ -30,6 +38,13 @@ class BatchCheck : public Check {
     j["batch_coupled"] = opt_json(r.batch_coupled);
     j["batch_evidence"] = evidence_json(r.batch_evidence);
     j["batch_profile"] = r.batch_profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.batch_profile);
+  }
+  void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["batch_coupled"] = opt_json(r.batch_coupled);
+  }
+  std::vector<std::string> thread_dependent() const override { return {"batch_evidence.effect", "batch_profile"}; }
+  std::string status(const AuditResult& r) const override {
+    return std::string("batch-coupled: ") + (r.batch_coupled ? (*r.batch_coupled ? "yes" : "no") : "not checked");
   }
 
   std::string headline(const Violation& v, const AuditResult&) const override {
@@ -42,8 +57,10 @@ class BatchCheck : public Check {
   }
 
  private:
-  // Sets r.batch_coupled / r.batch_evidence (nullopt when the model does not run at the batch size).
-  static void measure(AuditRun& run) {
+  // Sets r.batch_coupled / r.batch_evidence (nullopt when the model does not run at the batch
+  // size); returns the modes whose rows mix.
+  static CoupledModes measure(AuditRun& run) {
+    CoupledModes coupled;
     AuditResult& r = run.r;
     const int64_t L = run.L;
     r.batch_coupled = false;
@@ -58,13 +75,13 @@ class BatchCheck : public Check {
         r.batch_coupled.reset();
         r.notes.push_back(fmt::format(
             "batch check skipped: the model does not run at the check's batch size ({})", err.what()));
-        return;
+        return coupled;
       }
       const auto d = decide_screened<BatchEffect>(run.prec, e, e.effect > 0, ThresholdKind::kComparison,
                                                   [&] { return run.prober.batch_effect(mode, L); });
       run.prec.to_own();
       if (!(d.value.effect > d.threshold)) continue;
-      run.prober.isolate_rows(mode);
+      coupled.modes.push_back(mode);
       if (*r.batch_coupled) continue;  // evidence from the first coupled mode
       r.batch_coupled = true;
       r.batch_profile = d.value.by_position;
@@ -83,6 +100,7 @@ class BatchCheck : public Check {
     if (*r.batch_coupled)
       r.notes.push_back("batch-coupled: " + r.batch_evidence.text +
                         "; horizons of the coupled modes were measured one row per pass");
+    return coupled;
   }
 };
 

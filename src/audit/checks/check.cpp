@@ -10,7 +10,10 @@
 
 namespace grassaudit {
 
-bool AuditRun::settled() const { return tables && tables->stopped_early; }
+bool AuditRun::settled() const {
+  const DecidedTables* tables = outputs.get<DecidedTables>();
+  return tables && tables->stopped_early;
+}
 
 std::string failure_line(const std::exception& e) {
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return first_meaningful_line(c10->what_without_backtrace());

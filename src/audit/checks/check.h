@@ -6,16 +6,22 @@
 // incremental path, the property search). It declares its name (the key of its timing, the
 // source of its probe seeds: probe_seed in audit_prober.h), when it runs, how it probes and decides (through
 // decide_screened: the float32 screen, the float64 decision), the violation its findings
-// imply, its fields of the JSON, its line of the summary's headline, and the expectations an
-// audit suite may state about it. The driver (run_causality_audit, run_model_checks) owns the
-// order, the timing, the verdict and the assembly of the JSON, the summary and the suite's
-// comparisons: adding a check is its own file, one line in checks/registry.cpp, and a control.
+// imply and whether that violation carries a horizon, its fields of the JSON (the whole
+// result's and each output's) and which of them depend on the thread count, its lines of the
+// summary, its name in the headline, whether it runs again inside the structural pass, and the
+// expectations an audit suite may state about it. What it hands the checks after it is a
+// declared output (CheckOutputs, the types in checks/check_outputs.h). The driver
+// (run_causality_audit, run_model_checks) owns the order, the timing, the verdict and the
+// assembly of the JSON, the summary and the suite's comparisons, and names no check: adding a
+// check is its own file, one line in checks/registry.cpp, and a control (checks/README.md).
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -27,9 +33,28 @@ namespace grassaudit {
 
 class Prober;
 class PrecisionSwitch;
-struct DecidedTables;
 
-// What the checks of one audit share while it runs.
+// What the checks of one run hand the checks after them, one value per type: a check puts the
+// outputs it declares (checks/check_outputs.h says which check puts which), and a later one
+// reads them (nullptr before they are put, or when the check that puts one did not run).
+class CheckOutputs {
+ public:
+  template <class T>
+  void put(T value) {
+    values_[std::type_index(typeid(T))] = std::make_shared<T>(std::move(value));
+  }
+  template <class T>
+  const T* get() const {
+    const auto it = values_.find(std::type_index(typeid(T)));
+    return it == values_.end() ? nullptr : static_cast<const T*>(it->second.get());
+  }
+
+ private:
+  std::map<std::type_index, std::shared_ptr<void>> values_;
+};
+
+// What the checks of one audit share while it runs: the target, the options, the probes, the
+// schedule, the result being filled, and the declared outputs of the checks that ran before.
 struct AuditRun {
   AuditTarget& target;
   const AuditOptions& opt;
@@ -40,10 +65,7 @@ struct AuditRun {
   std::vector<AuditMode> modes;    // the modes audited
   std::vector<AuditMode> probed;   // those probed: train mode proven equal to eval mode is not
   AuditResult& r;
-  // The future tables as decided (the future check's record): the length check's guard, the
-  // gradient's comparison and the gate's early stop read them.
-  std::shared_ptr<DecidedTables> tables;
-  Evidence future_evidence, past_evidence;
+  CheckOutputs outputs;
   // The gate's stop_when_leaky proved a leak: the checks after it could only add to it.
   bool settled() const;
 };
@@ -84,8 +106,23 @@ class Check {
   virtual void run_model(AuditTarget& target, const AuditOptions& opt, const std::optional<std::string>& output,
                          AuditResult& r) {}
 
+  // Whether it runs again inside the structural pass (the audit with exactly-zero parameters
+  // redrawn): the checks whose findings the pass's future verdict rests on.
+  virtual bool in_structural_pass() const { return false; }
+  // Whether a violation of kind k it reports carries a horizon and what the contract allows
+  // (the JSON's violations[].horizon and .allowed).
+  virtual bool carries_horizon(ViolationKind k) const { return false; }
+
   // Its fields of the JSON (written whether it ran or not: null then).
   virtual void write_json(const AuditResult& r, nlohmann::json& j) const {}
+  // Its fields of each audited output's entry (outputs[]), from that output's own result.
+  virtual void write_output_json(const AuditResult& r, nlohmann::json& j) const {}
+  // The paths of its JSON fields that are measured magnitudes ("max_effect", "length_profile",
+  // "gradient_check.max_future_grad"): the same bits at the same thread count, possibly not in
+  // the last bits at another (src/audit/README.md, "Across thread counts and machines").
+  virtual std::vector<std::string> thread_dependent() const { return {}; }
+  // Its part of the summary's one status line ("length-dependent: no"), "" for none.
+  virtual std::string status(const AuditResult& r) const { return ""; }
   // Its lines of the text summary, after the contract's (each ending in a newline; "" for none).
   virtual std::string summary(const AuditResult& r) const { return ""; }
   // The headline's name for a violation it reported ("" when the kind is not its own).
@@ -96,6 +133,21 @@ class Check {
 
 // Every check, in the order the driver runs them.
 const std::vector<std::unique_ptr<Check>>& registered_checks();
+
+// A check added to the registry (after the others) while it lives: a test's own check.
+class ScopedCheck {
+ public:
+  explicit ScopedCheck(std::unique_ptr<Check> check);
+  ~ScopedCheck();
+  ScopedCheck(const ScopedCheck&) = delete;
+  ScopedCheck& operator=(const ScopedCheck&) = delete;
+
+ private:
+  const Check* check_;
+};
+
+// The future audit again for the structural pass, with only the checks that run inside it.
+AuditResult run_structural_audit(AuditTarget& target, const AuditOptions& opt);
 
 // Why a check failed, in one line: LibTorch's own text without its backtrace.
 std::string failure_line(const std::exception& e);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
@@ -255,15 +256,7 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
         "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
         r.max_effect_float32, d.threshold));
   r.map_seq_len = L;
-  // Each mode's map, and the largest over them.
-  r.leak_map.assign(static_cast<size_t>(L), {});
-  for (int64_t t = 0; t < L; ++t) r.leak_map[static_cast<size_t>(t)].assign(static_cast<size_t>(L - 1 - t), 0.0);
-  for (AuditMode mode : d.modes_run) {
-    r.leak_maps_by_mode.emplace_back(mode_name(mode), leak_map_at(d, L, mode));
-    const auto& m = r.leak_maps_by_mode.back().second;
-    for (size_t t = 0; t < m.size(); ++t)
-      for (size_t k = 0; k < m[t].size(); ++k) r.leak_map[t][k] = std::max(r.leak_map[t][k], m[t][k]);
-  }
+  for (AuditMode mode : d.modes_run) r.leak_maps_by_mode.emplace_back(mode_name(mode), leak_map_at(d, L, mode));
 }
 
 // Where the leak horizon was seen: the strongest decisive cell at distance leak_horizon.
@@ -290,15 +283,25 @@ class FutureCheck : public Check {
  public:
   const char* name() const override { return "future"; }
   bool wanted(const AuditRun&) const override { return true; }
+  bool in_structural_pass() const override { return true; }
+  bool carries_horizon(ViolationKind k) const override { return k == ViolationKind::kFuture; }
   void run(AuditRun& run) override {
-    run.tables = std::make_shared<DecidedTables>(
-        decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval));
-    summarise_tables(*run.tables, run.L, run.r);
-    run.future_evidence = future_evidence(*run.tables, run.r);
+    const CoupledModes* coupled = run.outputs.get<CoupledModes>();
+    const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
+    DecidedTables d = decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval);
+    summarise_tables(d, run.L, run.r);
+    run.prec.record_decisive(d.decisive.dtype);
+    run.outputs.put(FutureEvidence{future_evidence(d, run.r)});
+    run.outputs.put(std::move(d));
   }
   void judge(const AuditRun& run, std::vector<Violation>& out) const override {
     const AuditResult& r = run.r;
-    if (r.leak_horizon > r.lookahead) out.push_back({ViolationKind::kFuture, r.leak_horizon, r.lookahead, run.future_evidence});
+    const FutureEvidence* where = run.outputs.get<FutureEvidence>();
+    if (r.leak_horizon > r.lookahead)
+      out.push_back({ViolationKind::kFuture, r.leak_horizon, r.lookahead, where ? where->evidence : Evidence{}});
+  }
+  std::vector<std::string> thread_dependent() const override {
+    return {"max_effect", "max_effect_float32", "leak_map", "effect_at_horizon", "effect_beyond_horizon"};
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["leak_horizon"] = r.leak_horizon;
@@ -323,7 +326,7 @@ class FutureCheck : public Check {
     };
     nlohmann::json by_mode = nlohmann::json::object();
     for (const auto& [mode, map] : r.leak_maps_by_mode) by_mode[mode] = cells_of(map);
-    j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells_of(r.leak_map)}, {"by_mode", by_mode}};
+    j["leak_map"] = {{"seq_len", r.map_seq_len}, {"cells", cells_of(r.leak_map())}, {"by_mode", by_mode}};
   }
   std::vector<Expectation> expectations() const override {
     // rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of

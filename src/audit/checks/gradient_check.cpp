@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
 #include "audit/precision_switch.h"
@@ -60,9 +61,11 @@ class GradientCheckStep : public Check {
   bool in_decisive_precision() const override { return true; }
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
-    const DecidedTables& d = *run.tables;
+    const DecidedTables& d = *run.outputs.get<DecidedTables>();
+    const CoupledModes* coupled = run.outputs.get<CoupledModes>();
+    const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
     const int64_t L = run.L;
-    const AuditMode grad_mode = run.opt.eval_mode ? AuditMode::kEval : AuditMode::kTrain;
+    const AuditMode grad_mode = run.opt.eval_mode() ? AuditMode::kEval : AuditMode::kTrain;
     const int64_t mode_h = table_horizon(d, grad_mode, L);
     try {
       r.gradient = gradient_check(run.prober, run.target, grad_mode, L, d.threshold, mode_h);
@@ -76,16 +79,15 @@ class GradientCheckStep : public Check {
       } catch (...) {
       }
     }
-    if (r.gradient.ran && r.gradient.structural_horizon) {
-      r.structural_horizon = r.gradient.structural_horizon;
-      // The gradient's path in its own mode against the horizon over every mode audited.
-      r.decaying = r.leak_horizon > 0 && *r.structural_horizon > r.leak_horizon;
-      if (r.leak_horizon == 0 && *r.structural_horizon > 0)
+    // The gradient's path in its own mode against the horizon over every mode audited
+    // (AuditResult::decaying).
+    if (const auto reach = r.structural_horizon()) {
+      if (r.leak_horizon == 0 && *reach > 0)
         r.notes.push_back(fmt::format(
             "the float64 gradient of some outputs with respect to later inputs is not exactly zero (up to distance "
             "{}, at most {:.3g} of the largest gradient), below the {:.3g} threshold: arithmetic reaches the future "
             "at rounding level, or a dependence too weak to tell from rounding",
-            *r.structural_horizon, r.gradient.max_future_grad, d.threshold));
+            *reach, r.gradient.max_future_grad, d.threshold));
     }
     if (r.gradient.ran && !r.gradient.agrees)
       r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
@@ -94,8 +96,8 @@ class GradientCheckStep : public Check {
                                     r.gradient.mode, mode_h));
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
-    j["decaying"] = opt_json(r.decaying);
-    j["structural_horizon"] = opt_json(r.structural_horizon);
+    j["decaying"] = opt_json(r.decaying());
+    j["structural_horizon"] = opt_json(r.structural_horizon());
     if (r.gradient.ran) {
       j["gradient_check"] = {{"verdict", verdict_name(r.gradient.verdict)},
                              {"leak_horizon", r.gradient.leak_horizon},
@@ -110,6 +112,7 @@ class GradientCheckStep : public Check {
       j["gradient_check"] = nullptr;
     }
   }
+  std::vector<std::string> thread_dependent() const override { return {"gradient_check.max_future_grad"}; }
   std::string summary(const AuditResult& r) const override {
     if (r.gradient.ran)
       return fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n",
@@ -120,8 +123,8 @@ class GradientCheckStep : public Check {
   }
   std::vector<Expectation> expectations() const override {
     return {
-        {"decaying", [](const AuditResult& r) { return opt_json(r.decaying); }},
-        {"structural_horizon", [](const AuditResult& r) { return opt_json(r.structural_horizon); }},
+        {"decaying", [](const AuditResult& r) { return opt_json(r.decaying()); }},
+        {"structural_horizon", [](const AuditResult& r) { return opt_json(r.structural_horizon()); }},
         // agrees | disagrees | not run (tried and failed) | off (not asked, or no gradient path)
         {"gradient_check",
          [](const AuditResult& r) {

@@ -27,6 +27,11 @@ class IncrementalCheck : public Check {
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["incremental"] = r.incremental ? to_json(*r.incremental) : nlohmann::json(nullptr);
   }
+  std::vector<std::string> thread_dependent() const override {
+    return {"incremental.effect", "incremental.effect_own_dtype", "incremental.threshold",
+            "incremental.precision_floor.value", "incremental.first_inconsistent.effect",
+            "incremental.isolation.fresh_state_effect", "incremental.isolation.forward_after_steps_effect"};
+  }
   std::string headline(const Violation& v, const AuditResult& r) const override {
     if (v.kind != ViolationKind::kIncremental) return "";
     const Evidence& e = v.evidence;

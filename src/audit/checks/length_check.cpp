@@ -110,6 +110,14 @@ class LengthCheck : public Check {
     for (const auto& [p, e] : r.length_profile) profile.push_back({p, e});
     j["length_profile"] = r.length_profile.empty() ? nlohmann::json(nullptr) : profile;
   }
+  void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["length_dependent"] = opt_json(r.length_dependent);
+  }
+  std::vector<std::string> thread_dependent() const override { return {"length_evidence.effect", "length_profile"}; }
+  std::string status(const AuditResult& r) const override {
+    return std::string("length-dependent: ") +
+           (r.length_dependent ? (*r.length_dependent ? "yes" : "no") : "not checked");
+  }
 
   std::string headline(const Violation& v, const AuditResult&) const override {
     if (v.kind != ViolationKind::kLength) return "";

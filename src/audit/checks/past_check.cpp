@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/json_fields.h"
 
@@ -24,8 +25,9 @@ class PastCheck : public Check {
   bool wanted(const AuditRun& run) const override {
     return (run.opt.past_horizon || run.opt.window) && !run.settled();
   }
+  bool carries_horizon(ViolationKind k) const override { return k == ViolationKind::kWindow; }
 
-  // Sets r.past_horizon and run.past_evidence (where it was seen). Without a window the evidence
+  // Sets r.past_horizon and puts PastEvidence (where it was seen). Without a window the evidence
   // is never reported (it belongs to a window violation), so a probe that cannot raise the
   // horizon already found is skipped (`prune`); with one, every table is decided whole.
   //
@@ -36,6 +38,8 @@ class PastCheck : public Check {
   // past moves anywhere after the first table gets the horizon it gets without the screen. Only a
   // dependence that no screened table's first trial shows is missed (src/audit/README.md).
   void run(AuditRun& run) override {
+    const CoupledModes* coupled = run.outputs.get<CoupledModes>();
+    const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
     const bool prune = !run.opt.window;
     std::vector<std::pair<int64_t, AuditMode>> tables;  // schedule order: lengths outer, modes inner
     for (int64_t len : run.r.seq_lens)
@@ -85,16 +89,23 @@ class PastCheck : public Check {
     }
     run.prec.to_own();
     run.r.past_horizon = horizon;
-    run.past_evidence = best;
+    run.outputs.put(PastEvidence{best});
   }
 
   void judge(const AuditRun& run, std::vector<Violation>& out) const override {
     const AuditResult& r = run.r;
+    const PastEvidence* where = run.outputs.get<PastEvidence>();
     if (r.window && r.past_horizon && *r.past_horizon > *r.window - 1)
-      out.push_back({ViolationKind::kWindow, *r.past_horizon, *r.window - 1, run.past_evidence});
+      out.push_back({ViolationKind::kWindow, *r.past_horizon, *r.window - 1, where ? where->evidence : Evidence{}});
   }
 
   void write_json(const AuditResult& r, nlohmann::json& j) const override { j["past_horizon"] = opt_json(r.past_horizon); }
+  void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["past_horizon"] = opt_json(r.past_horizon);
+  }
+  std::string status(const AuditResult& r) const override {
+    return "past horizon: " + (r.past_horizon ? std::to_string(*r.past_horizon) : std::string("not measured"));
+  }
 
   std::string headline(const Violation& v, const AuditResult&) const override {
     if (v.kind != ViolationKind::kWindow) return "";

@@ -25,6 +25,7 @@ class PropertyCheck : public Check {
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["counterexample"] = r.counterexample ? to_json(*r.counterexample) : nlohmann::json(nullptr);
   }
+  std::vector<std::string> thread_dependent() const override { return {"counterexample.effect"}; }
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The checks of an audit, in the order they run. A new check is one line here, its own file,
-// and a control model in reference/ that it must catch.
+// and a control model in reference/ that it must catch (checks/README.md).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -7,36 +8,50 @@
 
 namespace grassaudit {
 
-std::unique_ptr<Check> make_batch_check();
-std::unique_ptr<Check> make_future_check();
-std::unique_ptr<Check> make_length_check();
-std::unique_ptr<Check> make_past_check();
-std::unique_ptr<Check> make_vacuity_check();
-std::unique_ptr<Check> make_gradient_check();
-std::unique_ptr<Check> make_structural_check();
-std::unique_ptr<Check> make_property_check();
-std::unique_ptr<Check> make_incremental_check();
+// The checks in the order they run, one line each: make_NAME_check() in checks/NAME_check.cpp.
+// Per output first. Batch first: a coupled mode is then probed one row per pass, so rows that mix
+// never read as a future leak. The future tables next (the length check's guard is their horizon,
+// the gradient's comparison their table); the structural pass last of those (it audits the future
+// again with the zeros redrawn). Then the whole-model checks, after every output is audited.
+#define GRASSAUDIT_CHECKS(CHECK) \
+  CHECK(batch)                   \
+  CHECK(future)                  \
+  CHECK(length)                  \
+  CHECK(past)                    \
+  CHECK(vacuity)                 \
+  CHECK(gradient)                \
+  CHECK(structural)              \
+  CHECK(property)                \
+  CHECK(incremental)
 
-const std::vector<std::unique_ptr<Check>>& registered_checks() {
-  static const std::vector<std::unique_ptr<Check>> checks = [] {
+#define GRASSAUDIT_DECLARE_CHECK(NAME) std::unique_ptr<Check> make_##NAME##_check();
+GRASSAUDIT_CHECKS(GRASSAUDIT_DECLARE_CHECK)
+#undef GRASSAUDIT_DECLARE_CHECK
+
+namespace {
+std::vector<std::unique_ptr<Check>>& registry() {
+  static std::vector<std::unique_ptr<Check>> checks = [] {
     std::vector<std::unique_ptr<Check>> c;
-    // Per output. Batch first: a coupled mode is then probed one row per pass, so rows that mix
-    // never read as a future leak. The future tables next (the length check's guard is their
-    // horizon, the gradient's comparison their table); the structural pass last (it audits the
-    // future again with the zeros redrawn).
-    c.push_back(make_batch_check());
-    c.push_back(make_future_check());
-    c.push_back(make_length_check());
-    c.push_back(make_past_check());
-    c.push_back(make_vacuity_check());
-    c.push_back(make_gradient_check());
-    c.push_back(make_structural_check());
-    // Whole model, after every output is audited.
-    c.push_back(make_property_check());
-    c.push_back(make_incremental_check());
+#define GRASSAUDIT_ADD_CHECK(NAME) c.push_back(make_##NAME##_check());
+    GRASSAUDIT_CHECKS(GRASSAUDIT_ADD_CHECK)
+#undef GRASSAUDIT_ADD_CHECK
     return c;
   }();
   return checks;
+}
+}  // namespace
+#undef GRASSAUDIT_CHECKS
+
+const std::vector<std::unique_ptr<Check>>& registered_checks() { return registry(); }
+
+ScopedCheck::ScopedCheck(std::unique_ptr<Check> check) : check_(check.get()) {
+  registry().push_back(std::move(check));
+}
+
+ScopedCheck::~ScopedCheck() {
+  auto& checks = registry();
+  checks.erase(std::remove_if(checks.begin(), checks.end(), [&](const auto& c) { return c.get() == check_; }),
+               checks.end());
 }
 
 }  // namespace grassaudit

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "audit/audit_prober.h"
-#include "audit/causality_audit.h"  // the pass is the future audit again, with the zeros redrawn
 #include "audit/checks/check.h"
 #include "audit/checks/json_fields.h"
 #include "util/error.h"
@@ -38,13 +37,7 @@ StructuralPass structural_pass(AuditTarget& target, const AuditOptions& opt) {
       sp.skipped = "no parameter tensor (biases aside) is exactly zero";
       return sp;
     }
-    AuditOptions so = opt;
-    so.structural = false;
-    so.gradient_check = false;
-    so.length_check = false;
-    so.past_horizon = false;
-    so.window.reset();
-    const AuditResult s = run_causality_audit(target, so);
+    const AuditResult s = run_structural_audit(target, opt);  // the checks in_structural_pass() only
     sp.ran = true;
     sp.leak_horizon = s.leak_horizon;
     sp.max_effect = s.max_effect;
@@ -71,6 +64,7 @@ class StructuralCheck : public Check {
   const char* name() const override { return "structural"; }
   bool wanted(const AuditRun& run) const override { return run.target.supports_structural_pass(); }
   bool in_decisive_precision() const override { return true; }
+  bool carries_horizon(ViolationKind k) const override { return k == ViolationKind::kStructural; }
 
   void run(AuditRun& run) override {
     AuditResult& r = run.r;

@@ -14,6 +14,7 @@ class VacuityCheck : public Check {
  public:
   const char* name() const override { return "vacuity"; }
   bool wanted(const AuditRun&) const override { return true; }
+  bool in_structural_pass() const override { return true; }
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
     run.prec.to_own();  // in the target's own precision
@@ -30,6 +31,7 @@ class VacuityCheck : public Check {
     j["vacuous"] = r.vacuous;
     j["past_effect"] = r.past_effect;
   }
+  std::vector<std::string> thread_dependent() const override { return {"past_effect"}; }
 };
 
 }  // namespace

@@ -20,7 +20,7 @@
 #include "formats/torchscript/incremental_api.h"
 #include "formats/torch/torch2_ops.h"
 #include "audit/zero_redraw.h"
-#include "core/pickle_guard.h"
+#include "runtime/pickle_guard.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/error_text.h"

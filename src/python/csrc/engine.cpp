@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_option_fields.h"
 #include "audit/audit_refusal.h"
 #include "audit/causality_audit.h"
 #include "audit/incremental_audit.h"
@@ -29,8 +30,8 @@
 #include "audit/property_search.h"
 #include "audit/train_mode_proof.h"
 #include "audit/zero_redraw.h"
-#include "report/gnuplot.h"
-#include "report/leak_map_figure.h"
+#include "report/figures/gnuplot.h"
+#include "report/figures/leak_map_figure.h"
 #include "util/error.h"
 #include "util/error_text.h"
 #include "util/sha256.h"
@@ -419,26 +420,31 @@ T option(const py::dict& o, const char* key, T fallback) {
   return o.contains(key) && !o[key].is_none() ? o[key].cast<T>() : fallback;
 }
 
+// Every keyword of the audit option table (audit/audit_option_fields.h: the flag with '_' for
+// '-') that `o` gives (None: not given), set as the CLI sets its flag.
 AuditOptions audit_options(const py::dict& o, int64_t seq_len) {
   AuditOptions opt;
+  for (const auto& f : audit_option_fields()) {
+    const std::string key = option_keyword(f.flag);
+    if (f.flag.empty() || !o.contains(key.c_str()) || o[key.c_str()].is_none()) continue;
+    const py::object v = o[key.c_str()];
+    struct Set {
+      const py::object& v;
+      const FieldInfo& f;
+      void operator()(int64_t* out) const { *out = v.cast<int64_t>(); }
+      void operator()(uint64_t* out) const { *out = v.cast<uint64_t>(); }
+      void operator()(double* out) const { *out = v.cast<double>(); }
+      void operator()(std::string* out) const { *out = v.cast<std::string>(); }
+      void operator()(std::vector<int64_t>* out) const { *out = v.cast<std::vector<int64_t>>(); }
+      void operator()(bool* out) const {
+        if (v.cast<bool>()) *out = f.switch_sets;
+      }
+      void operator()(std::optional<int64_t>* out) const { *out = v.cast<int64_t>(); }
+    };
+    std::visit(Set{v, f}, f.ref(opt));
+  }
   opt.seq_len = seq_len;
-  opt.batch = option<int64_t>(o, "batch", 32);
-  opt.trials = option<int64_t>(o, "trials", 3);
-  opt.seed = option<uint64_t>(o, "seed", 1234);
-  opt.gradient_check = !option<bool>(o, "no_gradient_check", false);
-  opt.structural = !option<bool>(o, "weights_as_given", false);
-  const std::string mode = option<std::string>(o, "mode", "both");
-  if (mode == "eval") opt.train_mode = false;
-  else if (mode == "train") opt.eval_mode = false;
-  else if (mode != "both") throw InputError(fmt::format("--mode must be eval, train or both, got '{}'", mode));
-  opt.lookahead = option<int64_t>(o, "allow_lookahead", 0);
-  if (o.contains("window") && !o["window"].is_none()) opt.window = o["window"].cast<int64_t>();
-  opt.length_check = !option<bool>(o, "no_length_check", false);
-  opt.batch_check = !option<bool>(o, "no_batch_check", false);
-  opt.train_by_proof = !option<bool>(o, "no_train_proof", false);
-  opt.screen = !option<bool>(o, "probe_every_row", false);
   validate_audit_options(opt);
-  opt.seq_lens = option<std::vector<int64_t>>(o, "seq_lens", {});
   for (int64_t l : opt.seq_lens)
     if (l < 2 || l > opt.seq_len) throw InputError(fmt::format("--seq-lens entries must be in [2, --seq-len], got {}", l));
   return opt;
@@ -469,23 +475,15 @@ py::dict run(py::object adapter, const std::vector<std::string>& input_texts, in
       throw InputError("--model needs --input [NAME=]tokens:V|features:C|ones|zeros (one per forward argument)");
     for (const auto& text : input_texts) inputs.push_back(InputBinding::parse(text));
     opt = audit_options(o, seq_len);
-    opt.incremental = option<bool>(o, "incremental", false);
     const double scale = option<double>(o, "feature_scale", 1.0);
     if (!(scale > 0)) throw InputError("--feature-scale must be > 0");
-    if (o.contains("property") && !o["property"].is_none()) {
-      opt.property_cases = o["property"].cast<int64_t>();
-      if (*opt.property_cases < 1) throw InputError(fmt::format("--property must be >= 1, got {}", *opt.property_cases));
-      require_property_search();  // before any probe
-    }
+    if (opt.property_cases) require_property_search();  // before any probe
     if (o.contains("output") && !o["output"].is_none()) {
       only = o["output"].cast<std::string>();
       validate_output_path(*only);
     }
     const bool device_given = o.contains("device") && !o["device"].is_none();
-    if (device_given) {
-      opt.device = o["device"].cast<std::string>();
-      parse_audit_device(opt.device);  // a device that is not there is the caller's mistake
-    }
+    if (device_given) parse_audit_device(opt.device);  // a device that is not there is the caller's mistake
     target = std::make_unique<PyModuleTarget>(adapter, inputs, option<int64_t>(o, "time_axis", 1), scale);
     if (!device_given) opt.device = target->device().str();  // where the module is
   } catch (const InputError& e) {
@@ -547,8 +545,20 @@ PYBIND11_MODULE(_engine, m) {
       },
       py::arg("capsule"), py::arg("why_missing") = "");
   m.def("has_property_search", &grassaudit::has_property_search);
+  // The audit option table's keywords (audit/audit_option_fields.h): [(keyword, default as JSON
+  // text, is a switch)], which grassaudit.audit's signature must offer (tests/python).
+  m.def("audit_option_keywords", [] {
+    py::list out;
+    const grassaudit::AuditOptions defaults;
+    const nlohmann::json values = grassaudit::audit_options_to_json(defaults);
+    for (const auto& f : grassaudit::audit_option_fields())
+      if (!f.flag.empty())
+        out.append(py::make_tuple(grassaudit::option_keyword(f.flag), values.at(f.key).dump(),
+                                  f.kind == grassaudit::FieldKind::kSwitch));
+    return out;
+  });
   // The leak map of a report's JSON as a picture, drawn as `grassaudit audit --leak-map FILE.svg|png`
-  // draws it (report/leak_map_figure.h: the same gnuplot script): ext "svg" or "png" -> bytes.
+  // draws it (report/figures/leak_map_figure.h: the same gnuplot script): ext "svg" or "png" -> bytes.
   m.def(
       "leak_map_picture",
       [](const std::string& json_text, const std::string& ext) {

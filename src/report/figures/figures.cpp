@@ -1,4 +1,4 @@
-#include "report/figures.h"
+#include "report/figures/figures.h"
 
 #include <stdlib.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <system_error>
 
-#include "report/gnuplot.h"
+#include "report/figures/gnuplot.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

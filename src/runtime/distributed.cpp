@@ -1,5 +1,5 @@
-#include "core/distributed.h"
-#include "core/torch_compat.h"
+#include "runtime/distributed.h"
+#include "runtime/torch_compat.h"
 #include "util/error_text.h"
 
 #include <ATen/ATen.h>
@@ -171,7 +171,7 @@ c10::intrusive_ptr<c10d::Store> make_store(const std::string& host, int port, in
   o.timeout = timeout_ms();
   o.multiTenant = !agent;
 #if GRASSAUDIT_TCPSTORE_HAS_LIBUV
-  o.useLibUV = false;  // core/torch_compat.h: the classic store, as on 1.13
+  o.useLibUV = false;  // runtime/torch_compat.h: the classic store, as on 1.13
 #endif
   c10::intrusive_ptr<c10d::Store> store;
   try {

@@ -1,4 +1,4 @@
-#include "report/gnuplot.h"
+#include "report/figures/gnuplot.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

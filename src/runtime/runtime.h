@@ -28,7 +28,7 @@ std::string blas_in_use();
 bool blas_is_reference();
 // OpenBLAS's kernel family in use (openblas_get_corename(): "Haswell", "Cooperlake", ...), "" when
 // the BLAS is not OpenBLAS; and how it was chosen: "openblas" (its own detection), "grassaudit
-// (over OpenBLAS's own X)" (cli/main.cpp, core/cpu_features.h) or "OPENBLAS_CORETYPE (user)".
+// (over OpenBLAS's own X)" (cli/main.cpp, runtime/cpu_features.h) or "OPENBLAS_CORETYPE (user)".
 std::string blas_core();
 std::string blas_core_source();
 

@@ -3,7 +3,7 @@
 // instructions are missing, never over a vendor-specific target; native bf16 detection.
 #include <gtest/gtest.h>
 
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 using namespace grassaudit;
 

@@ -2,7 +2,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 namespace grassaudit {
 namespace {

@@ -1,7 +1,7 @@
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
-#include "core/cpu_features.h"
-#include "core/torch_compat.h"
+#include "runtime/cpu_features.h"
+#include "runtime/torch_compat.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -282,7 +282,7 @@ ScopedCudaMath::~ScopedCudaMath() {
   if (active_) set_tf32(*configured_precision() != CudaPrecision::kFp32);
 }
 
-// GRASSAUDIT_AUTOCAST_BY_DEVICE (core/torch_compat.h): LibTorch 2.4's device-type autocast calls.
+// GRASSAUDIT_AUTOCAST_BY_DEVICE (runtime/torch_compat.h): LibTorch 2.4's device-type autocast calls.
 
 namespace {
 void check_autocast_device(c10::DeviceType device) {

@@ -1,5 +1,5 @@
 #pragma once
-// Pieces of the gnuplot scripts the report writes (report/figure_plan.h, report/leak_map_figure.h).
+// Pieces of the gnuplot scripts the report writes (report/figure_plan.h, report/figures/leak_map_figure.h).
 #include <string>
 
 namespace grassaudit {

@@ -1,4 +1,4 @@
-#include "report/leak_map_figure.h"
+#include "report/figures/leak_map_figure.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "report/figures.h"
-#include "report/gnuplot_script.h"
+#include "report/figures/figures.h"
+#include "report/figures/gnuplot_script.h"
 #include "util/error.h"
 
 namespace grassaudit {

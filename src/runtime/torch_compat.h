@@ -8,7 +8,7 @@
 
 // LibTorch 2.4 replaced the per-backend autocast calls (set_enabled / set_cpu_enabled,
 // set_autocast_gpu_dtype / set_autocast_cpu_dtype) by device-type ones; the old ones are
-// deprecated there and may go (core/runtime.cpp).
+// deprecated there and may go (runtime/runtime.cpp).
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 #define GRASSAUDIT_AUTOCAST_BY_DEVICE 1
 #else
@@ -18,7 +18,7 @@
 // c10d's TCPStore gained a libuv backend (TCPStoreOptions::useLibUV) in 2.2 and made it the
 // default in 2.4; Debian 13's LibTorch is built without libuv, so the default fails ("use_libuv
 // was requested but PyTorch was build without libuv support"). grassaudit asks for the classic
-// backend, the only one 1.13 has (core/distributed.cpp).
+// backend, the only one 1.13 has (runtime/distributed.cpp).
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
 #define GRASSAUDIT_TCPSTORE_HAS_LIBUV 1
 #else

@@ -1,4 +1,4 @@
-#include "core/pickle_guard.h"
+#include "runtime/pickle_guard.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "report/gnuplot_script.h"
+#include "report/figures/gnuplot_script.h"
 
 #include <fmt/format.h>
 

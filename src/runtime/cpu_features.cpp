@@ -1,4 +1,4 @@
-#include "core/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 #include <algorithm>
 #include <cctype>
