@@ -129,8 +129,9 @@ CHECK_UNITY = os.path.join(os.path.dirname(SRC), "scripts", "check-unity-names.p
 
 def unity_batches(build_temp, files):
     """The unity sources for files (absolute .cpp paths): one per folder and batch of UNITY_BATCH,
-    named largest first, since torch's ninja file lists its units by name: the longest units start
-    first and the two cores finish together."""
+    named longest first, since torch's ninja file lists its units by name: the longest units start
+    first and the two cores finish together. The binding (csrc/) is the longest whatever its size
+    (it parses pybind11 and torch's Python headers), then the engine's batches by size."""
     unity_dir = os.path.join(os.path.abspath(build_temp), "grassaudit_unity", "Unity")
     os.makedirs(unity_dir, exist_ok=True)
     by_folder = {}
@@ -141,7 +142,7 @@ def unity_batches(build_temp, files):
         tag = os.path.relpath(folder, SRC).replace(os.sep, "_")
         for k in range(0, len(group), UNITY_BATCH):
             batches.append(("%s_%d" % (tag, k // UNITY_BATCH), group[k:k + UNITY_BATCH]))
-    batches.sort(key=lambda b: -sum(os.path.getsize(f) for f in b[1]))
+    batches.sort(key=lambda b: (not b[1][0].startswith(HERE + os.sep), -sum(os.path.getsize(f) for f in b[1])))
     wanted = {}
     for rank, (name, group) in enumerate(batches):
         path = os.path.join(unity_dir, "unity_%02d_%s_cxx.cxx" % (rank, name))
