@@ -106,13 +106,7 @@ struct OutputResult {
   std::string path;               // "" (the output itself), [0], ["logits"], [1][0]
   std::vector<int64_t> shape;     // at the main length, batch 2
   std::string skipped;            // why it was not audited; empty: audited
-  Verdict verdict = Verdict::kCausal;  // audited leaves
-  int64_t leak_horizon = 0;
-  double max_effect = 0;
-  std::string precision;
-  bool rounding_only = false;
-  std::vector<ViolationKind> violations;
-  // The leaf's own audit (audited leaves): each check writes its fields of the leaf's entry from it.
+  // The leaf's own audit (audited leaves; null when skipped): its entry is written from it.
   std::shared_ptr<const AuditResult> audited;
 };
 

@@ -442,27 +442,29 @@ nlohmann::json to_json(const AuditResult& r) {
   }
   j["violations"] = violations;
   for (const auto& check : registered_checks()) check->write_json(r, j);
-  // Every output leaf; one entry (the output itself) for a one-output target.
-  nlohmann::json outs = nlohmann::json::array();
-  const auto leaves = r.outputs.empty() ? std::vector<OutputResult>{output_result(r, "", r.output_shape)} : r.outputs;
-  for (const auto& o : leaves) {
-    nlohmann::json oj{{"path", o.path}};
-    if (!o.shape.empty()) oj["shape"] = o.shape;  // unknown for built-in targets
-    if (!o.skipped.empty()) {
-      oj["skipped"] = o.skipped;
-    } else {
-      oj["verdict"] = verdict_name(o.verdict);
-      oj["leak_horizon"] = o.leak_horizon;
-      oj["max_effect"] = o.max_effect;
-      oj["precision"] = o.precision;
-      oj["rounding_only"] = o.rounding_only;
-      nlohmann::json kinds = nlohmann::json::array();
-      for (ViolationKind k : o.violations) kinds.push_back(violation_kind_name(k));
-      oj["violations"] = kinds;
-      for (const auto& check : registered_checks()) check->write_output_json(*o.audited, oj);
+  // Every output leaf; one entry (the output itself, from r) for a one-output target.
+  const auto leaf_json = [](const std::string& path, const std::vector<int64_t>& shape, const std::string& skipped,
+                            const AuditResult* a) {
+    nlohmann::json oj{{"path", path}};
+    if (!shape.empty()) oj["shape"] = shape;  // unknown for built-in targets
+    if (!a) {
+      oj["skipped"] = skipped;
+      return oj;
     }
-    outs.push_back(oj);
-  }
+    oj["verdict"] = verdict_name(a->verdict);
+    oj["leak_horizon"] = a->leak_horizon;
+    oj["max_effect"] = a->max_effect;
+    oj["precision"] = a->precision;
+    oj["rounding_only"] = a->rounding_only;
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const auto& v : a->violations) kinds.push_back(violation_kind_name(v.kind));
+    oj["violations"] = kinds;
+    for (const auto& check : registered_checks()) check->write_output_json(*a, oj);
+    return oj;
+  };
+  nlohmann::json outs = nlohmann::json::array();
+  if (r.outputs.empty()) outs.push_back(leaf_json("", r.output_shape, "", &r));
+  for (const auto& o : r.outputs) outs.push_back(leaf_json(o.path, o.shape, o.skipped, o.audited.get()));
   j["outputs"] = outs;
   if (!r.outputs.empty()) j["worst_output"] = r.worst_output;
   return j;
@@ -472,12 +474,6 @@ OutputResult output_result(const AuditResult& r, const std::string& path, const 
   OutputResult o;
   o.path = path;
   o.shape = shape;
-  o.verdict = r.verdict;
-  o.leak_horizon = r.leak_horizon;
-  o.max_effect = r.max_effect;
-  o.precision = r.precision;
-  o.rounding_only = r.rounding_only;
-  for (const auto& v : r.violations) o.violations.push_back(v.kind);
   o.audited = std::make_shared<const AuditResult>(r);
   return o;
 }
@@ -560,12 +556,16 @@ std::string summarize(const AuditResult& r) {
                      r.worst_output.empty() ? "the output itself" : r.worst_output);
     for (const auto& o : r.outputs) {
       const std::string name = o.path.empty() ? "(output)" : o.path;
-      if (!o.skipped.empty())
+      if (!o.audited) {
         s += fmt::format("    {:<24} skipped: {}\n", name, o.skipped);
-      else
-        s += fmt::format("    {:<24} {} (leak horizon {}, max effect {:.3g}, {}{})\n", name,
-                         o.verdict == Verdict::kLeaky ? "LEAKY" : "causal", o.leak_horizon, o.max_effect, o.precision,
-                         o.violations.empty() ? "" : fmt::format(", violated: {}", kind_list(o.violations)));
+        continue;
+      }
+      const AuditResult& a = *o.audited;
+      std::vector<ViolationKind> kinds;
+      for (const auto& v : a.violations) kinds.push_back(v.kind);
+      s += fmt::format("    {:<24} {} (leak horizon {}, max effect {:.3g}, {}{})\n", name,
+                       a.verdict == Verdict::kLeaky ? "LEAKY" : "causal", a.leak_horizon, a.max_effect, a.precision,
+                       kinds.empty() ? "" : fmt::format(", violated: {}", kind_list(kinds)));
     }
   }
   return s;

@@ -37,8 +37,9 @@ TEST(SignatureControls, ASmallLeakyLeafIsTheWorstAndLeavesWithoutTimeAreSkipped)
     EXPECT_EQ(r.verdict, Verdict::kLeaky);
     EXPECT_EQ(r.worst_output, "[1]");
     ASSERT_EQ(r.outputs.size(), 2u);
-    EXPECT_EQ(r.outputs[0].verdict, Verdict::kCausal);
-    EXPECT_EQ(r.outputs[1].leak_horizon, 1);
+    ASSERT_TRUE(r.outputs[0].audited && r.outputs[1].audited);
+    EXPECT_EQ(r.outputs[0].audited->verdict, Verdict::kCausal);
+    EXPECT_EQ(r.outputs[1].audited->leak_horizon, 1);
   }
   {
     TorchScriptTarget t(kDir + "signature/dict_output_causal.pt", {InputBinding::parse("tokens:64")});
