@@ -10,6 +10,10 @@ differ and are printed: a faster audit must keep identical verdicts and evidence
 --whole compares every field of the JSON but what the audit spent (seconds, seconds_by_check, and
 forwards: the passes it ran, printed as forward-equivalents): what a change that only moves code
 or saves time must leave as it was, probe counts and notes included.
+--added 'KEY=JSON;...' names fields only B writes (a new field) and the value B must write where A
+has none: e.g. --added 'discrete_routing=null;horizon_bound="exact"'.
+--same-forwards also compares the forwards (every pass, by check and dtype), except on the cases
+where B reports discrete routing: what the routing search may add to.
 
 Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
 import argparse
@@ -93,7 +97,14 @@ def main():
     ap.add_argument("--facts", default=",".join(FACTS),
                     help="the JSON fields compared (e.g. without the fields an older binary lacks)")
     ap.add_argument("--whole", action="store_true", help="compare every field but the timings")
+    ap.add_argument("--added", default="", help="KEY=JSON;...: fields only B writes, and their value")
+    ap.add_argument("--same-forwards", action="store_true",
+                    help="the forwards must be identical where B reports no discrete routing")
     o = ap.parse_args()
+    added = {}
+    for item in filter(None, o.added.split(";")):
+        key, _, value = item.partition("=")
+        added[key] = json.loads(value)
     facts = o.facts.split(",")
     differ = 0
     total_a = total_b = 0.0
@@ -124,8 +135,13 @@ def main():
                 for j in (ja, jb):
                     if isinstance(j.get("thread_dependent"), list):
                         j["thread_dependent"] = sorted(j["thread_dependent"])
+                for key, value in added.items():  # a new field: B's value is the neutral one, or it differs
+                    if key not in ja and key in jb:
+                        ja[key] = value
                 keys = sorted((set(ja) | set(jb)) - COSTS) if o.whole else facts
                 off = [k for k in keys if ja.get(k) != jb.get(k)]
+                if o.same_forwards and jb.get("discrete_routing") is None and ja.get("forwards") != jb.get("forwards"):
+                    off.append("forwards")
                 same = rc_a == rc_b and not off
                 sa, sb = ja["seconds"], jb["seconds"]
                 total_a += sa

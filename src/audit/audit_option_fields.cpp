@@ -48,6 +48,9 @@ const std::vector<Field<AuditOptions>>& audit_option_fields() {
        "probe every trial of every table (default: the first trial's rows screen the future tables,\n"
        "and the past tables after a first one that moved nothing; the others run only where a screen moved)",
        false},
+      {"routing_budget", &O::routing_budget, at_least(1), "routing-budget",
+       "probe rows each routing search may run (a side in a mode), where a selection over time shows:\n"
+       "a search it ends early leaves its horizon a lower bound, and a contract unproven"},
       {"device", &O::device, any_value(), "device",
        "cpu | cuda | cuda:N: where the model runs and is probed (its float64 decisions too; TF32 off)"},
       {"incremental", &O::incremental, any_value(), "incremental",

@@ -63,6 +63,10 @@ struct AuditOptions {
   // every row of every table, every trial.
   bool screen = true;
 
+  // Discrete routing (checks/routing_search.h): the probe rows each single-position search (a
+  // side in a mode) may run; a search it ends before its plan is done leaves a lower bound.
+  int64_t routing_budget = 8192;
+
   // Where the model runs and is probed: "cpu", "cuda", "cuda:N" (place_on_device, before the
   // audit starts; audit/audit_target.h).
   std::string device = "cpu";

@@ -91,7 +91,14 @@ at::Tensor Prober::run(const at::Tensor& x, bool check_finite_outputs) {
   const int64_t rows = x.size(0), L = x.size(1);
   at::Tensor y;
   try {
-    y = target_.forward(x);
+    if (watch_len_ && *watch_len_ == L) {
+      OpWatch watch(L);
+      y = target_.forward(x);
+      watched_ = watch.ops();
+      watch_len_.reset();
+    } else {
+      y = target_.forward(x);
+    }
   } catch (const ForwardFailure&) {
     throw;
   } catch (const InputError& e) {
@@ -163,6 +170,8 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   auto rows = at::where(replace, fresh, base_rows);
   const uint64_t seed = probe_seed(opt_.seed, side == Side::kPast ? "past/dropout" : "future/dropout", L, train);
 
+  // Per cell, whether some trial saw exactly zero (1) and some kDiscreteJump or more (2).
+  std::vector<uint8_t> seen(T > 1 ? static_cast<size_t>(L * L) : 0, 0);
   // diff [n, L]: relative move of each output position of rows start .. start+n-1.
   auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
     const at::Tensor host = diff.cpu();  // [n, L] read back from the target's device
@@ -174,9 +183,20 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
         const double v = acc[i][t];
         table.raise(t, c, v);
         pass.max_effect = std::max(pass.max_effect, v);
+        if (!seen.empty()) seen[static_cast<size_t>(t * L + c)] |= v == 0.0 ? 1 : v >= kDiscreteJump ? 2 : 0;
       }
     }
     pass.probes += n;
+  };
+  // The first cell that switched between trials, once the table is in (every rank's rows).
+  const auto note_mixed = [&] {
+    audit_reduce_flags(seen);
+    auto& mixed = side == Side::kFuture ? mixed_future_ : mixed_past_;
+    for (size_t k = 0; k < seen.size() && !mixed; ++k)
+      if (seen[k] == 3) {
+        const auto t = static_cast<int64_t>(k) / L, c = static_cast<int64_t>(k) % L;
+        mixed = MixedCell{mode, L, t, c, table.at(t, c)};
+      }
   };
   auto seeded_run = [&](const at::Tensor& x, bool check_finite_outputs) {
     if (train) at::manual_seed(seed);
@@ -220,6 +240,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     }
     if (parts) parts->next_cut = stopped_at;
     audit_reduce_table(table, pass, probes_before);
+    note_mixed();
     return;
   }
   // The screen reads only whether a row moved: its passes hold no more rows than it has.
@@ -249,6 +270,81 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
   audit_reduce_table(table, pass, probes_before);
+  note_mixed();
+}
+
+// Rows ordered (position, substitution, base): row r replaces position positions[r / (B * K)] of
+// base r % B. Chunks hold a multiple of B rows, so row i of every chunk belongs to base i % B and
+// one base pass (the bases tiled to the chunk's shape) serves every chunk, as in probe(). Train
+// mode resets the RNG before every pass; a mode whose rows mix runs every row alone.
+EffectTable Prober::single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
+                                          int64_t B, int64_t K, int64_t round, Side side, Pass& pass) {
+  at::NoGradGuard no_grad;
+  const bool train = mode == AuditMode::kTrain;
+  target_.set_train(train);
+  EffectTable table = EffectTable::zeros(L);
+  if (positions.empty()) return table;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(
+      probe_seed(opt_.seed, side == Side::kPast ? "past/routing" : "future/routing", L, round));
+  const int64_t R = static_cast<int64_t>(positions.size()) * K * B;
+  auto bases = random_inputs(B, L, gen);                                         // [B, L(, C)]
+  auto fresh = random_inputs(R, L, gen);                                         // [R, L(, C)]
+  auto row_base = at::arange(R, at::kLong).remainder(B);                         // [R]
+  auto row_pos = at::tensor(positions, at::kLong).index_select(0, at::arange(R, at::kLong).div(B * K, "floor"));
+  auto base_rows = bases.index_select(0, row_base);                              // [R, L(, C)]
+  fresh = replacement_inputs(in_, base_rows, fresh);
+  auto replace = at::arange(L, at::kLong).view({1, L}).eq(row_pos.view({R, 1}));  // [R, L]
+  if (bases.dim() == 3) replace = replace.unsqueeze(-1);
+  auto rows = at::where(replace, fresh, base_rows);
+  const uint64_t seed = probe_seed(opt_.seed, "routing/dropout", L, train);
+  auto seeded_run = [&](const at::Tensor& x) {
+    if (train) at::manual_seed(seed);
+    return isolated(mode) ? run_alone(x) : run(x.contiguous());
+  };
+  // diff [n, L]: relative move of each output position of rows start .. start+n-1.
+  auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
+    const at::Tensor host = diff.cpu();
+    auto acc = host.accessor<double, 2>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t s = positions[static_cast<size_t>((start + i) / (B * K))];
+      const int64_t lo = side == Side::kFuture ? 0 : s + 1, hi = side == Side::kFuture ? s : L;
+      for (int64_t t = lo; t < hi; ++t) {
+        table.raise(t, side == Side::kFuture ? s : s + 1, acc[i][t]);
+        pass.max_effect = std::max(pass.max_effect, acc[i][t]);
+      }
+    }
+    pass.probes += n;
+  };
+  const auto relative = [](const at::Tensor& y, const at::Tensor& y_base, const at::Tensor& scale) {
+    return (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({-1, 1})).contiguous();
+  };
+  if (isolated(mode)) {
+    std::vector<at::Tensor> ys;
+    for (int64_t b = 0; b < B; ++b) ys.push_back(seeded_run(bases.narrow(0, b, 1)));
+    const at::Tensor y_base = at::cat(ys, 0);                                      // [B, L, K]
+    const at::Tensor scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);
+    for (int64_t r = 0; r < R; ++r) {
+      const at::Tensor y = seeded_run(rows.narrow(0, r, 1));
+      check_finite(y);
+      record(relative(y, y_base.narrow(0, r % B, 1), scale.narrow(0, r % B, 1)), r, 1);
+    }
+    return table;
+  }
+  const int64_t chunk = std::max<int64_t>(1, opt_.batch / B) * B;
+  const at::Tensor y_base = seeded_run(bases.index_select(0, at::arange(chunk, at::kLong).remainder(B)));
+  const at::Tensor scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+  for (int64_t start = 0; start < R; start += chunk) {
+    const int64_t n = std::min(chunk, R - start);
+    auto batch = rows.narrow(0, start, n);
+    if (n < chunk) {  // pad with repeats of the last row to keep the shape
+      std::vector<int64_t> reps(static_cast<size_t>(batch.dim()), 1);
+      reps[0] = chunk - n;
+      batch = at::cat({batch, batch.narrow(0, n - 1, 1).repeat(reps)}, 0);
+    }
+    const at::Tensor y = seeded_run(batch);
+    record(relative(y, y_base, scale).narrow(0, 0, n), start, n);
+  }
+  return table;
 }
 
 // x [1, L(, C)] -> y [1, L, K], one sequence on its own (as_pair).

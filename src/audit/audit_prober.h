@@ -18,6 +18,7 @@
 #include "audit/audit_options.h"
 #include "audit/audit_target.h"
 #include "audit/effect_table.h"
+#include "audit/op_watch.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -146,6 +147,35 @@ class Prober {
   };
   bool isolated(AuditMode mode) const { return std::find(isolated_.begin(), isolated_.end(), mode) != isolated_.end(); }
 
+  // Discrete routing as the probes see it (checks/routing_search.h).
+  // The selections over time of the next forward at length L (audit/op_watch.h): armed by
+  // watch_ops, recorded by the first forward at that length, read by watched_ops (nullopt until
+  // that forward ran). The watch rides on a forward the checks run anyway: it costs none.
+  void watch_ops(int64_t L) {
+    watch_len_ = L;
+    watched_.reset();
+  }
+  const std::optional<std::vector<DiscreteOp>>& watched_ops() const { return watched_; }
+  // A cell of a table probed with several trials that was exactly zero in one trial and moved by
+  // kDiscreteJump or more in another: a dependence that switches on and off, not one that
+  // rounding or a smooth function makes (the first such cell of each side, nullopt: none).
+  struct MixedCell {
+    AuditMode mode = AuditMode::kEval;
+    int64_t L = 0, t = 0, c = 0;
+    double effect = 0;
+  };
+  static constexpr double kDiscreteJump = 1e-3;
+  const std::optional<MixedCell>& mixed_cell(Side side) const { return side == Side::kFuture ? mixed_future_ : mixed_past_; }
+
+  // Single-position replacements (the routing search): `bases` base sequences, and for each
+  // position of `positions` and each base, `substitutions` rows with only that position
+  // replaced (each by a different draw). Cell (t, c) of the table, as in the cut tables: future
+  // side, c = the replaced position s and t < s; past side, c = s + 1 and t > s, so that
+  // cut_distance is the distance |t - s| itself. `round` seeds its own draws. In the target's
+  // current dtype; passes of --batch rows (a multiple of `bases`, tiled as in probe()).
+  EffectTable single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions, int64_t bases,
+                                    int64_t substitutions, int64_t round, Side side, Pass& pass);
+
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
   BatchEffect batch_effect(AuditMode mode, int64_t L);
 
@@ -220,6 +250,9 @@ class Prober {
   const AuditOptions& opt_;
   InputSpec in_;
   std::vector<AuditMode> isolated_;
+  std::optional<int64_t> watch_len_;
+  std::optional<std::vector<DiscreteOp>> watched_;
+  std::optional<MixedCell> mixed_future_, mixed_past_;
   at::Tensor diff_buffer_;  // max_abs_diff's scratch, reallocated when shape or dtype change
 };
 

@@ -32,7 +32,7 @@ struct Evidence {
 
 // The properties a contract can break, in the order results list them. Their names (future, length,
 // batch, window, structural, incremental) are what the JSON, the summary and the suites read.
-enum class ViolationKind { kFuture, kLength, kBatch, kWindow, kStructural, kIncremental };
+enum class ViolationKind { kFuture, kLength, kBatch, kWindow, kStructural, kIncremental, kUnproven };
 const char* violation_kind_name(ViolationKind k);
 // InputError naming the known kinds for any other text (suite expectations, JSON read back).
 ViolationKind parse_violation_kind(const std::string& name);
@@ -144,6 +144,29 @@ struct SkippedLength {
   std::string reason;
 };
 
+// Discrete routing (checks/routing_search.h): a selection over time seen in the ops a forward ran
+// or in cells that switched between trials, and the single-position searches it started.
+struct RoutingSearchRecord {
+  std::string side;             // future | past
+  std::string mode;             // eval | train
+  int64_t seq_len = 0;
+  int64_t horizon_before = 0;   // what the tables found
+  int64_t horizon_after = 0;    // with the search
+  int64_t rows = 0;             // probe rows it ran
+  int64_t rounds = 0;           // rounds of fresh bases it ran
+  bool exhausted = true;        // its whole plan ran within the budget (else a lower bound)
+};
+struct DiscreteRouting {
+  struct Op {
+    std::string op;     // e.g. aten::topk
+    std::string where;  // e.g. "aten::topk over dim 1 of [32, 16, 4]"
+  };
+  std::vector<Op> ops;
+  std::vector<std::string> trials;  // cells that switched between trials, one line per side
+  int64_t budget = 0;               // probe rows each search may run
+  std::vector<RoutingSearchRecord> searches;
+};
+
 struct AuditResult {
   Verdict verdict = Verdict::kCausal;
   int64_t leak_horizon = 0;
@@ -220,6 +243,11 @@ struct AuditResult {
   // change; empty when no mode is coupled.
   std::vector<double> batch_profile;
   std::optional<int64_t> past_horizon;    // nullopt: not measured
+  // Discrete routing (nullopt: none seen). A search that ended on its budget leaves its horizon
+  // a lower bound: a contract it does not prove is a kUnproven violation.
+  std::optional<DiscreteRouting> discrete_routing;
+  bool horizon_lower_bound = false;
+  bool past_horizon_lower_bound = false;
   std::vector<Violation> violations;      // empty: every property holds within the contract
   // Wall seconds per check (future tables incl. their float64 re-runs, batch, length, past,
   // gradient, property), for the cost of each; the precision floor (the float64 forward test and

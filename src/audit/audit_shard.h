@@ -9,6 +9,7 @@
 // Callers (the training gate, grassaudit audit) open the scope; the prober (audit_prober.cpp)
 // calls the two functions below.
 #include <cstdint>
+#include <vector>
 
 namespace grassaudit {
 
@@ -32,5 +33,8 @@ bool audit_owns_chunk(int64_t k);
 // After a table's chunks: the max of the effects and of pass.max_effect over the ranks, and the
 // sum of the probe rows each rank added since `probes_before`.
 void audit_reduce_table(EffectTable& table, Pass& pass, int64_t probes_before);
+
+// Per-cell bit flags seen by this rank's chunks, or-ed over the ranks (nothing when not sharded).
+void audit_reduce_flags(std::vector<uint8_t>& flags);
 
 }  // namespace grassaudit

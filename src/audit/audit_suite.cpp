@@ -109,6 +109,7 @@ SuiteCase read_case(const nlohmann::json& c, const std::filesystem::path& dir, c
   opt.gradient_check = c.value("gradient_check", base.gradient_check);  // false: --no-gradient-check
   opt.structural = !c.value("weights_as_given", !base.structural);       // true: --weights-as-given
   if (c.contains("output")) sc.output = c["output"].get<std::string>();
+  opt.routing_budget = c.value("routing_budget", base.routing_budget);  // --routing-budget
   opt.seq_len = c.at("seq_len").get<int64_t>();
   // A traced file runs at its traced length only: its case lists the lengths to audit.
   if (c.contains("seq_lens")) opt.seq_lens = c["seq_lens"].get<std::vector<int64_t>>();

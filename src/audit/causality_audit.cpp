@@ -55,7 +55,8 @@ namespace {
 constexpr std::pair<ViolationKind, const char*> kViolationKinds[] = {
     {ViolationKind::kFuture, "future"},         {ViolationKind::kLength, "length"},
     {ViolationKind::kBatch, "batch"},           {ViolationKind::kWindow, "window"},
-    {ViolationKind::kStructural, "structural"}, {ViolationKind::kIncremental, "incremental"}};
+    {ViolationKind::kStructural, "structural"}, {ViolationKind::kIncremental, "incremental"},
+    {ViolationKind::kUnproven, "unproven"}};
 }  // namespace
 
 const char* violation_kind_name(ViolationKind k) {

@@ -12,6 +12,7 @@
 #include "audit/checks/decide.h"
 #include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
+#include "audit/checks/routing_search.h"
 #include "audit/precision_switch.h"
 
 namespace grassaudit {
@@ -178,6 +179,43 @@ DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOp
   return d;
 }
 
+// Routing seen: each probed mode's table at the main length searched beyond that mode's horizon,
+// in float64 where the target runs there (else its own dtype); the cells the search found above
+// the horizon threshold raise the table's. Train tables proven equal to eval copy eval's again.
+void search_routing(AuditRun& run, DecidedTables& d) {
+  const bool f64 = run.prec.to_float64();
+  const double threshold = run.prec.horizon_threshold();
+  bool raised = false;
+  for (AuditMode mode : d.modes_run) {
+    if (copied(mode, run.r.train_from_eval)) continue;
+    const auto it = d.decisive.tables.find({mode, run.L});
+    if (it == d.decisive.tables.end()) continue;
+    int64_t known = 0;
+    for (int64_t len : d.lens_run) known = std::max(known, table_horizon(d, mode, len));
+    const EffectTable found = routing_search(run, mode, Side::kFuture, known, threshold);
+    EffectTable kept = EffectTable::zeros(run.L);
+    for (int64_t t = 0; t < run.L; ++t)
+      for (int64_t c = t + 1; c < run.L; ++c)
+        if (found.at(t, c) > threshold && found.at(t, c) > it->second.at(t, c)) {
+          kept.raise(t, c, found.at(t, c));
+          it->second.raise(t, c, found.at(t, c));
+          raised = true;
+        }
+    d.searched[{mode, run.L}] = std::move(kept);
+  }
+  if (raised) {
+    d.threshold = threshold;
+    if (f64) d.decisive.dtype = at::kDouble;
+    d.decisive.max_effect = std::max(d.decisive.max_effect, [&] {
+      double m = 0;
+      for (const auto& [key, t] : d.searched) m = std::max(m, t.max());
+      return m;
+    }());
+  }
+  copy_train_from_eval(d, run.r.train_from_eval);
+  if (d.decisive.dtype != at::kDouble) run.prec.to_own();
+}
+
 // Horizons per mode, per length and overall, and the first leaking cut (at the main length L
 // when it leaks there, else the first audited table that leaks), from the decisive tables.
 void summarise_horizons(const DecidedTables& d, int64_t L, AuditResult& r) {
@@ -263,6 +301,7 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
 Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
   Evidence ev;
   if (r.leak_horizon == 0) return ev;
+  bool searched = false;  // the strongest cell is the routing search's
   for (const auto& [key, table] : d.decisive.tables) {
     const auto v = judge(table, d.threshold);
     if (v.horizon != r.leak_horizon || v.effect <= ev.effect) continue;
@@ -271,11 +310,15 @@ Evidence future_evidence(const DecidedTables& d, const AuditResult& r) {
     ev.position = v.t;
     ev.cut = v.c;
     ev.effect = v.effect;
+    const auto s = d.searched.find(key);
+    searched = s != d.searched.end() && s->second.at(v.t, v.c) == v.effect;
   }
   ev.precision = r.precision;
-  ev.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs from {} on were replaced ({} mode, L={}, {}): it "
-                        "reads x_{}",
-                        ev.position, ev.effect, ev.cut, ev.mode, ev.seq_len, ev.precision, ev.position + r.leak_horizon);
+  const std::string what = searched ? fmt::format("x_{} alone was replaced (routing search", ev.cut)
+                                    : fmt::format("inputs from {} on were replaced (", ev.cut);
+  ev.text = fmt::format("y_{} moved by {:.3g} (relative) when {}{}{} mode, L={}, {}): it reads x_{}", ev.position,
+                        ev.effect, what, searched ? ", " : "", ev.mode, ev.seq_len, ev.precision,
+                        ev.position + r.leak_horizon);
   return ev;
 }
 
@@ -288,7 +331,9 @@ class FutureCheck : public Check {
   void run(AuditRun& run) override {
     const CoupledModes* coupled = run.outputs.get<CoupledModes>();
     const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
+    run.prober.watch_ops(run.L);  // rides on the first forward at L the tables run
     DecidedTables d = decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval);
+    if (!d.stopped_early && routing_seen(run, Side::kFuture)) search_routing(run, d);
     summarise_tables(d, run.L, run.r);
     run.prec.record_decisive(d.decisive.dtype);
     run.outputs.put(FutureEvidence{future_evidence(d, run.r)});
@@ -299,12 +344,20 @@ class FutureCheck : public Check {
     const FutureEvidence* where = run.outputs.get<FutureEvidence>();
     if (r.leak_horizon > r.lookahead)
       out.push_back({ViolationKind::kFuture, r.leak_horizon, r.lookahead, where ? where->evidence : Evidence{}});
+    else if (r.horizon_lower_bound)
+      out.push_back({ViolationKind::kUnproven, r.leak_horizon, r.lookahead, unproven_evidence(r, "leak horizon")});
   }
+  std::string headline(const Violation& v, const AuditResult&) const override {
+    return v.kind == ViolationKind::kUnproven ? "NOT PROVEN (a routing search ended on its budget)" : "";
+  }
+  std::string summary(const AuditResult& r) const override { return routing_summary(r); }
   std::vector<std::string> thread_dependent() const override {
     return {"max_effect", "max_effect_float32", "leak_map", "effect_at_horizon", "effect_beyond_horizon"};
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["leak_horizon"] = r.leak_horizon;
+    j["horizon_bound"] = r.horizon_lower_bound ? "lower" : "exact";
+    j["discrete_routing"] = routing_json(r);
     j["max_effect"] = r.max_effect;
     j["first_leaking_cut"] = opt_json(r.first_leaking_cut);
     j["rounding_only"] = r.rounding_only;
@@ -331,7 +384,9 @@ class FutureCheck : public Check {
   std::vector<Expectation> expectations() const override {
     // rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of
     // the PyTorch that made the suite, compared only on that version (audit_suite.cpp).
-    return {{"rounding_only", [](const AuditResult& r) { return nlohmann::json(r.rounding_only); }, true}};
+    return {{"rounding_only", [](const AuditResult& r) { return nlohmann::json(r.rounding_only); }, true},
+            {"discrete_routing", [](const AuditResult& r) { return nlohmann::json(r.discrete_routing.has_value()); }},
+            {"horizon_bound", [](const AuditResult& r) { return nlohmann::json(r.horizon_lower_bound ? "lower" : "exact"); }}};
   }
 };
 

@@ -2,6 +2,8 @@
 // Internal to src/audit/checks: the future check's decided (mode, length) tables, which the
 // length check (its guard), the gradient check (its comparison) and the structural pass read.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ struct DecidedTables {
   Pass first;                         // float32 (the target's own dtype): probes, largest effect
   Pass decisive;                      // the tables the verdict uses, in the precision that decided
   double threshold = 0.0;             // that precision's leak threshold (stays 0 while all is exact zeros)
+  // The routing search's single-position cells merged into `decisive` at the main length, by
+  // (mode, L): where the evidence came from one replaced position rather than a cut.
+  std::map<std::pair<AuditMode, int64_t>, EffectTable> searched;
   std::vector<std::string> notes;
 };
 

@@ -11,6 +11,7 @@
 #include "audit/checks/check_outputs.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/json_fields.h"
+#include "audit/checks/routing_search.h"
 
 namespace grassaudit {
 namespace {
@@ -75,18 +76,10 @@ class PastCheck : public Check {
       moved = moved || table_moved;
       if (v.horizon > horizon || (v.horizon == horizon && horizon > 0 && v.effect > best.effect)) {
         horizon = v.horizon;
-        best = Evidence{};
-        best.mode = mode_name(mode);
-        best.seq_len = len;
-        best.position = v.t;
-        best.cut = v.c;
-        best.effect = v.effect;
-        best.precision = decided_in(run.prec, f64);
-        best.text = fmt::format("y_{} moved by {:.3g} (relative) when inputs before {} were replaced ({} mode, "
-                                "L={}, {}): it reads x_{}",
-                                v.t, v.effect, v.c, best.mode, len, best.precision, v.t - horizon);
+        best = evidence(mode, len, v, decided_in(run.prec, f64), fmt::format("inputs before {} were replaced (", v.c));
       }
     }
+    if (routing_seen(run, Side::kPast)) search_routing(run, horizon, best);
     run.prec.to_own();
     run.r.past_horizon = horizon;
     run.outputs.put(PastEvidence{best});
@@ -97,9 +90,15 @@ class PastCheck : public Check {
     const PastEvidence* where = run.outputs.get<PastEvidence>();
     if (r.window && r.past_horizon && *r.past_horizon > *r.window - 1)
       out.push_back({ViolationKind::kWindow, *r.past_horizon, *r.window - 1, where ? where->evidence : Evidence{}});
+    else if (r.window && r.past_horizon_lower_bound)
+      out.push_back({ViolationKind::kUnproven, r.past_horizon.value_or(0), *r.window - 1,
+                     unproven_evidence(r, "past horizon")});
   }
 
-  void write_json(const AuditResult& r, nlohmann::json& j) const override { j["past_horizon"] = opt_json(r.past_horizon); }
+  void write_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["past_horizon"] = opt_json(r.past_horizon);
+    j["past_horizon_bound"] = r.past_horizon ? nlohmann::json(r.past_horizon_lower_bound ? "lower" : "exact") : nullptr;
+  }
   void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
     j["past_horizon"] = opt_json(r.past_horizon);
   }
@@ -117,6 +116,38 @@ class PastCheck : public Check {
   }
 
  private:
+  // Routing seen: each probed mode searched at the main length beyond the horizon so far, in
+  // float64 where the target runs there; a farther cell above the horizon threshold raises the
+  // horizon and becomes its evidence.
+  static void search_routing(AuditRun& run, int64_t& horizon, Evidence& best) {
+    const bool f64 = run.prec.to_float64();
+    const double threshold = run.prec.horizon_threshold();
+    for (AuditMode mode : run.probed) {
+      const EffectTable found = routing_search(run, mode, Side::kPast, horizon, threshold);
+      const TableVerdict v = grassaudit::judge(found, threshold, Side::kPast);
+      if (v.horizon <= horizon) continue;
+      horizon = v.horizon;
+      best = evidence(mode, run.L, v, decided_in(run.prec, f64),
+                      fmt::format("x_{} alone was replaced (routing search, ", v.c - 1));
+    }
+  }
+
+  // The window's evidence: the strongest cell `v` at the horizon, seen when `what` ("inputs
+  // before c were replaced (") in `mode` at `len`, decided in `precision`.
+  static Evidence evidence(AuditMode mode, int64_t len, const TableVerdict& v, std::string precision,
+                           const std::string& what) {
+    Evidence e;
+    e.mode = mode_name(mode);
+    e.seq_len = len;
+    e.position = v.t;
+    e.cut = v.c;
+    e.effect = v.effect;
+    e.precision = std::move(precision);
+    e.text = fmt::format("y_{} moved by {:.3g} (relative) when {}{} mode, L={}, {}): it reads x_{}", v.t, v.effect,
+                         what, e.mode, len, e.precision, v.t - v.horizon);
+    return e;
+  }
+
   // Trial 0's rows of the (mode, len) past table, every cut from `from_cut` on, in the target's own
   // dtype: true when no output moved at all.
   static bool screened_zero(AuditRun& run, AuditMode mode, int64_t len, int64_t from_cut, Pass& scratch) {

@@ -87,6 +87,18 @@ class Report:
         return self._dict.get("past_horizon")
 
     @property
+    def horizon_bound(self) -> str:
+        """"exact", or "lower" where a routing search ended on its budget (the horizon is then a
+        lower bound, and the contract is not proven)."""
+        return self._dict.get("horizon_bound", "exact")
+
+    @property
+    def discrete_routing(self) -> Optional[Dict[str, Any]]:
+        """A selection over time the audit saw (ops, cells that switched between trials) and the
+        searches it ran beyond the tables' horizons; None when none showed."""
+        return self._dict.get("discrete_routing")
+
+    @property
     def violations(self) -> List[Dict[str, Any]]:
         return self._dict.get("violations", [])
 
@@ -168,7 +180,8 @@ def audit(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None
           batch: int = 32, trials: int = 3, seed: int = 1234, feature_scale: float = 1.0,
           no_gradient_check: bool = False, weights_as_given: bool = False, no_length_check: bool = False,
           no_batch_check: bool = False, no_train_proof: bool = False, property: Optional[int] = None,
-          incremental: bool = False, probe_every_row: bool = False, threads: Optional[int] = 0,
+          incremental: bool = False, probe_every_row: bool = False, routing_budget: int = 8192,
+          threads: Optional[int] = 0,
           device: Union[None, str, torch.device] = None) -> Report:
     """Audits `model` as `grassaudit audit --model FILE` audits a saved one.
 
@@ -209,7 +222,7 @@ def audit(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None
         no_gradient_check=bool(no_gradient_check), weights_as_given=bool(weights_as_given),
         no_length_check=bool(no_length_check), no_batch_check=bool(no_batch_check),
         no_train_proof=bool(no_train_proof), property=None if property is None else int(property),
-        incremental=bool(incremental), probe_every_row=bool(probe_every_row),
+        incremental=bool(incremental), probe_every_row=bool(probe_every_row), routing_budget=int(routing_budget),
         device=None if device is None else str(device), inputs_inferred=inferred)
     if threads is not None and int(threads) < 0:
         raise ValueError(f"--threads must be >= 0 (0 = all cores), got {threads}")
