@@ -162,7 +162,6 @@ class Prober {
   struct MixedCell {
     AuditMode mode = AuditMode::kEval;
     int64_t L = 0, t = 0, c = 0;
-    double effect = 0;
   };
   static constexpr double kDiscreteJump = 1e-3;
   const std::optional<MixedCell>& mixed_cell(Side side) const { return side == Side::kFuture ? mixed_future_ : mixed_past_; }

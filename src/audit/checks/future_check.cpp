@@ -201,16 +201,12 @@ void search_routing(AuditRun& run, DecidedTables& d) {
           it->second.raise(t, c, found.at(t, c));
           raised = true;
         }
+    d.decisive.max_effect = std::max(d.decisive.max_effect, kept.max());
     d.searched[{mode, run.L}] = std::move(kept);
   }
   if (raised) {
     d.threshold = threshold;
     if (f64) d.decisive.dtype = at::kDouble;
-    d.decisive.max_effect = std::max(d.decisive.max_effect, [&] {
-      double m = 0;
-      for (const auto& [key, t] : d.searched) m = std::max(m, t.max());
-      return m;
-    }());
   }
   copy_train_from_eval(d, run.r.train_from_eval);
   if (d.decisive.dtype != at::kDouble) run.prec.to_own();

@@ -24,9 +24,9 @@ bool routing_seen(AuditRun& run, Side side) {
   if (mixed) {
     const bool future = side == Side::kFuture;
     std::string line = fmt::format(
-        "{} tables, {} mode, L={}: y_{} moved by {:.3g} (relative) in one trial and not at all in another when the "
-        "inputs {} {}{} were replaced",
-        future ? "future" : "past", mode_name(mixed->mode), mixed->L, mixed->t, mixed->effect,
+        "{} tables, {} mode, L={}: y_{} moved in one trial and not at all in another when the inputs {} {}{} were "
+        "replaced",
+        future ? "future" : "past", mode_name(mixed->mode), mixed->L, mixed->t,
         future ? "from" : "before", mixed->c, future ? " on" : "");
     if (std::find(dr.trials.begin(), dr.trials.end(), line) == dr.trials.end()) dr.trials.push_back(std::move(line));
   }
