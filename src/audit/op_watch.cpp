@@ -28,6 +28,29 @@ constexpr Selection kSelections[] = {
     {"aten::mode", 0, false},    {"aten::msort", -1, false},   {"aten::nanmedian", 0, true},
 };
 
+// A gather or scatter along an axis takes its indices as a tensor: computed from the inputs when
+// its batch rows differ (positions alone give every row the same indices, or one row broadcast).
+// Only a contiguous CPU int64 index is read: a copy would run an op inside the observer.
+bool rows_differ(const at::Tensor& index) {
+  if (!index.defined() || index.dim() < 1 || index.size(0) < 2 || index.scalar_type() != at::kLong ||
+      !index.device().is_cpu() || !index.is_contiguous())
+    return false;
+  const int64_t rows = index.size(0), per_row = index.numel() / rows;
+  const int64_t* p = index.data_ptr<int64_t>();
+  for (int64_t r = 1; r < rows; ++r)
+    if (!std::equal(p, p + per_row, p + r * per_row)) return true;
+  return false;
+}
+
+// The gathers and scatters, and which input is their index: gather(self, dim, index),
+// scatter*(self, dim, index, ...), take_along_dim(self, indices, dim).
+struct Indexed {
+  const char* name;
+  size_t index_input;
+};
+constexpr Indexed kIndexed[] = {{"aten::gather", 2},         {"aten::scatter", 2},         {"aten::scatter_add", 2},
+                                {"aten::scatter_reduce", 2}, {"aten::take_along_dim", 1}};
+
 }  // namespace
 
 struct OpWatchObserver {
@@ -57,7 +80,10 @@ void OpWatchObserver::seen(OpWatch& w, const char* name, c10::ArrayRef<const c10
   const Selection* sel = nullptr;
   for (const auto& s : kSelections)
     if (std::strcmp(name, s.name) == 0) sel = &s;
-  if (!sel && !cumsum && !one_hot) return;
+  const Indexed* indexed = nullptr;
+  for (const auto& g : kIndexed)
+    if (std::strcmp(name, g.name) == 0) indexed = &g;
+  if (!sel && !cumsum && !one_hot && !indexed) return;
   const at::Tensor& self = inputs[0].toTensor();
   if (!self.defined()) return;
   std::vector<int64_t> ints;
@@ -77,7 +103,14 @@ void OpWatchObserver::seen(OpWatch& w, const char* name, c10::ArrayRef<const c10
     w.index_made_ = true;
     return;
   }
-  if (cumsum) {
+  if (indexed) {
+    const auto d = axis(0);
+    if (!d || rank == 0 || self.size(*d) != L || n <= indexed->index_input || !inputs[indexed->index_input].isTensor() ||
+        !rows_differ(inputs[indexed->index_input].toTensor()))
+      return;
+    op.dim = *d;
+    op.why = "indices computed from the inputs";
+  } else if (cumsum) {
     const auto d = axis(0);
     if (!w.index_made_ || !d || rank == 0 || self.size(*d) != L) return;
     op.dim = *d;

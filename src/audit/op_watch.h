@@ -5,7 +5,8 @@
 // a topk, sort, argsort, argmax, argmin, kthvalue, median or mode, or a max or min that returns
 // indices, along an axis of the forward's length L; or a cumsum along such an axis after an
 // argmax or one_hot in the same forward (a capacity queue: each token's place in its expert's
-// queue). Gradients do not see through any of them, and a random replacement flips them only
+// queue); or a gather or scatter along such an axis whose indices are computed from the inputs
+// (its batch rows differ). Gradients do not see through any of them, and a random replacement flips them only
 // sometimes: the checks search beyond the horizon their tables found (checks/routing_search.h).
 //
 // "Along the time axis" is read from sizes: the selected axis has L elements. An axis that

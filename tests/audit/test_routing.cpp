@@ -63,6 +63,15 @@ TEST(OpWatch, SeesSelectionsOverTheTimeAxisOnly) {
   EXPECT_FALSE(watched(ops, "aten::argmax", 2));
   EXPECT_FALSE(watched(ops, "aten::max", 2));
   EXPECT_FALSE(watched(ops, "aten::max", -1));
+  {
+    OpWatch watch(16);
+    const at::Tensor positions = at::arange(16, at::kLong).view({1, 16, 1}).expand({2, 16, 4});
+    at::gather(x, 1, positions);                      // positions alone: the same in every row
+    at::gather(x, 1, positions.contiguous());         // materialised, still the same in every row
+    EXPECT_FALSE(watched(watch.ops(), "aten::gather", 1));
+    at::gather(x, 1, at::argsort(x, 1, false));       // computed from x: the rows differ
+    EXPECT_TRUE(watched(watch.ops(), "aten::gather", 1));
+  }
   OpWatch after(16);
   at::topk(x, 4, 1);
   EXPECT_TRUE(watched(after.ops(), "aten::topk", 1));
