@@ -72,6 +72,21 @@ at::Tensor as_pair(const at::Tensor& x) {
   return x.repeat(reps).contiguous();
 }
 
+namespace {
+// y [rows, L, K] -> [rows]: each row's scale, max |y| (float64, never 0), which effects are relative to.
+at::Tensor row_scales(const at::Tensor& y) { return y.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300); }
+
+// batch [n, ...] -> [chunk, ...]: padded with repeats of its last row, so that every pass of a
+// table has the chunk's shape (rows at other batch positions can round otherwise).
+at::Tensor padded_to(const at::Tensor& batch, int64_t chunk) {
+  const int64_t n = batch.size(0);
+  if (n >= chunk) return batch;
+  std::vector<int64_t> reps(static_cast<size_t>(batch.dim()), 1);
+  reps[0] = chunk - n;
+  return at::cat({batch, batch.narrow(0, n - 1, 1).repeat(reps)}, 0);
+}
+}  // namespace
+
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
 
 at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen) {
@@ -208,7 +223,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   const auto base_pass = [&](const std::function<at::Tensor()>& run_base) {
     if (parts && parts->y_base.defined()) return std::make_pair(parts->y_base, parts->scale);
     at::Tensor y = run_base();
-    at::Tensor sc = y.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);
+    at::Tensor sc = row_scales(y);
     if (parts) parts->y_base = y, parts->scale = sc;
     return std::make_pair(y, sc);
   };
@@ -258,14 +273,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     if (parts) parts->next_cut = start + chunk < R ? cuts[static_cast<size_t>((start + chunk) / T)] : L;
     if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
     const int64_t n = std::min(chunk, R - start);
-    auto batch = rows.narrow(0, start, n);
-    if (n < chunk) {  // pad with repeats of the last row to keep the shape
-      auto last = batch.narrow(0, n - 1, 1);
-      std::vector<int64_t> reps(static_cast<size_t>(batch.dim()), 1);
-      reps[0] = chunk - n;
-      batch = at::cat({batch, last.repeat(reps)}, 0);
-    }
-    auto y = seeded_run(batch, false);  // finiteness: max_abs_diff
+    auto y = seeded_run(padded_to(rows.narrow(0, start, n), chunk), false);  // finiteness: max_abs_diff
     // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
     record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
   }
@@ -278,7 +286,7 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
 // one base pass (the bases tiled to the chunk's shape) serves every chunk, as in probe(). Train
 // mode resets the RNG before every pass; a mode whose rows mix runs every row alone.
 EffectTable Prober::single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
-                                          int64_t B, int64_t K, int64_t round, Side side, Pass& pass) {
+                                          int64_t B, int64_t K, int64_t round, Side side) {
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
@@ -308,12 +316,8 @@ EffectTable Prober::single_position_table(AuditMode mode, int64_t L, const std::
     for (int64_t i = 0; i < n; ++i) {
       const int64_t s = positions[static_cast<size_t>((start + i) / (B * K))];
       const int64_t lo = side == Side::kFuture ? 0 : s + 1, hi = side == Side::kFuture ? s : L;
-      for (int64_t t = lo; t < hi; ++t) {
-        table.raise(t, side == Side::kFuture ? s : s + 1, acc[i][t]);
-        pass.max_effect = std::max(pass.max_effect, acc[i][t]);
-      }
+      for (int64_t t = lo; t < hi; ++t) table.raise(t, side == Side::kFuture ? s : s + 1, acc[i][t]);
     }
-    pass.probes += n;
   };
   const auto relative = [](const at::Tensor& y, const at::Tensor& y_base, const at::Tensor& scale) {
     return (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({-1, 1})).contiguous();
@@ -322,26 +326,19 @@ EffectTable Prober::single_position_table(AuditMode mode, int64_t L, const std::
     std::vector<at::Tensor> ys;
     for (int64_t b = 0; b < B; ++b) ys.push_back(seeded_run(bases.narrow(0, b, 1)));
     const at::Tensor y_base = at::cat(ys, 0);                                      // [B, L, K]
-    const at::Tensor scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);
+    const at::Tensor scale = row_scales(y_base);
     for (int64_t r = 0; r < R; ++r) {
       const at::Tensor y = seeded_run(rows.narrow(0, r, 1));
-      check_finite(y);
       record(relative(y, y_base.narrow(0, r % B, 1), scale.narrow(0, r % B, 1)), r, 1);
     }
     return table;
   }
   const int64_t chunk = std::max<int64_t>(1, opt_.batch / B) * B;
   const at::Tensor y_base = seeded_run(bases.index_select(0, at::arange(chunk, at::kLong).remainder(B)));
-  const at::Tensor scale = y_base.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);  // [chunk]
+  const at::Tensor scale = row_scales(y_base);  // [chunk]
   for (int64_t start = 0; start < R; start += chunk) {
     const int64_t n = std::min(chunk, R - start);
-    auto batch = rows.narrow(0, start, n);
-    if (n < chunk) {  // pad with repeats of the last row to keep the shape
-      std::vector<int64_t> reps(static_cast<size_t>(batch.dim()), 1);
-      reps[0] = chunk - n;
-      batch = at::cat({batch, batch.narrow(0, n - 1, 1).repeat(reps)}, 0);
-    }
-    const at::Tensor y = seeded_run(batch);
+    const at::Tensor y = seeded_run(padded_to(rows.narrow(0, start, n), chunk));
     record(relative(y, y_base, scale).narrow(0, 0, n), start, n);
   }
   return table;
@@ -404,7 +401,7 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
     auto y0 = run(base);
     if (train) at::manual_seed(seed);
     auto y1 = run(at::where(k, base, fresh).contiguous(), /*check_finite=*/false);  // max_abs_diff checks
-    auto scale = y0.abs().amax({1, 2}).to(at::kDouble).clamp_min(1e-300);                   // [B]
+    auto scale = row_scales(y0);                   // [B]
     auto diff = max_abs_diff(y1, y0).to(at::kDouble).div(scale.view({B, 1})).cpu().contiguous();  // [B, L]
     auto acc = diff.accessor<double, 2>();
     for (int64_t b = 0; b < B; b += 2)

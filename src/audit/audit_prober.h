@@ -173,7 +173,7 @@ class Prober {
   // cut_distance is the distance |t - s| itself. `round` seeds its own draws. In the target's
   // current dtype; passes of --batch rows (a multiple of `bases`, tiled as in probe()).
   EffectTable single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions, int64_t bases,
-                                    int64_t substitutions, int64_t round, Side side, Pass& pass);
+                                    int64_t substitutions, int64_t round, Side side);
 
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
   BatchEffect batch_effect(AuditMode mode, int64_t L);

@@ -45,7 +45,6 @@ EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t kno
   rec.horizon_before = known;
   EffectTable found = EffectTable::zeros(L);
   int64_t h = known;
-  Pass pass;
   for (int64_t round = 0;; ++round) {
     // The positions whose replacement could still reach beyond h, the farthest reach first:
     // future x_s reaches back to y_0 (distance s), past x_s forward to y_{L-1} (distance L-1-s).
@@ -61,11 +60,10 @@ EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t kno
       if (positions.empty()) break;
     }
     const EffectTable t =
-        run.prober.single_position_table(mode, L, positions, kSearchBases, kSearchSubstitutions, round, side, pass);
+        run.prober.single_position_table(mode, L, positions, kSearchBases, kSearchSubstitutions, round, side);
     rec.rows += static_cast<int64_t>(positions.size()) * per_position;
     ++rec.rounds;
-    for (int64_t tt = 0; tt < L; ++tt)
-      for (int64_t c = 0; c < L; ++c) found.raise(tt, c, t.at(tt, c));
+    for (size_t k = 0; k < found.effect.size(); ++k) found.effect[k] = std::max(found.effect[k], t.effect[k]);
     h = std::max(h, judge(found, threshold, side).horizon);
     if (!rec.exhausted || static_cast<int64_t>(positions.size()) == room) break;  // the budget is spent
   }
