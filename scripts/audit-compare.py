@@ -14,6 +14,8 @@ or saves time must leave as it was, probe counts and notes included.
 has none: e.g. --added 'discrete_routing=null;horizon_bound="exact"'.
 --same-forwards also compares the forwards (every pass, by check and dtype), except on the cases
 where B reports discrete routing: what the routing search may add to.
+--summary also compares the text summary, line for line (the headline's seconds aside): what a
+change that moves the summary's code must leave as it was.
 
 Refused cases are compared by their exit status and first line. Exit 0: every case identical."""
 import argparse
@@ -28,6 +30,7 @@ import tempfile
 SUITES = ["audits/controls.json", "audits/signature.json", "audits/torch2.json", "audits/incremental.json",
           "audits/soundness.json"]
 NUM = re.compile(r"[0-9][0-9.e+-]*")
+SECONDS = re.compile(r"[0-9]+\.[0-9]+ s\b")  # the headline's seconds: the summary's only timing
 # What an audit says about the model (not how long it took or how many rows it ran).
 FACTS = ["verdict", "leak_horizon", "max_effect", "first_leaking_cut", "modes", "seq_lens", "rounding_only",
          "precision", "max_effect_float32", "threshold", "precision_floor", "vacuous", "past_effect",
@@ -74,6 +77,23 @@ def case_args(suite_dir, c):
     return args
 
 
+def flat(j, prefix=""):
+    """A nested JSON object as {"a.b.c": value}."""
+    out = {}
+    for k, v in j.items():
+        if isinstance(v, dict):
+            out.update(flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def forwards_off(ja, jb):
+    """The forwards' entries that differ, as "key a/b"."""
+    fa, fb = flat(ja.get("forwards") or {}), flat(jb.get("forwards") or {})
+    return [f"{k} {fa.get(k)}/{fb.get(k)}" for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+
+
 def run(binary, args, extra):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
@@ -84,7 +104,7 @@ def run(binary, args, extra):
         j = None
     os.unlink(out)
     first = (p.stderr.strip().splitlines() or [""])[0]
-    return p.returncode, j, first
+    return p.returncode, j, first, SECONDS.sub("# s", p.stdout)
 
 
 def main():
@@ -98,6 +118,8 @@ def main():
                     help="the JSON fields compared (e.g. without the fields an older binary lacks)")
     ap.add_argument("--whole", action="store_true", help="compare every field but the timings")
     ap.add_argument("--added", default="", help="KEY=JSON;...: fields only B writes, and their value")
+    ap.add_argument("--summary", action="store_true",
+                    help="the text summary must be identical too (the headline's seconds aside)")
     ap.add_argument("--same-forwards", action="store_true",
                     help="the forwards must be identical where B reports no discrete routing")
     o = ap.parse_args()
@@ -113,8 +135,8 @@ def main():
         d = os.path.dirname(suite)
         for c in s["cases"]:
             args = case_args(d, c)
-            rc_a, ja, ea = run(o.a, args, shlex.split(o.a_args))
-            rc_b, jb, eb = run(o.b, args, shlex.split(o.b_args))
+            rc_a, ja, ea, text_a = run(o.a, args, shlex.split(o.a_args))
+            rc_b, jb, eb, text_b = run(o.b, args, shlex.split(o.b_args))
             if ja is None or jb is None:
                 # A refusal: its reason, without the numbers (noise refused in eval mode moves by
                 # whatever the unseeded RNG drew).
@@ -141,7 +163,9 @@ def main():
                 keys = sorted((set(ja) | set(jb)) - COSTS) if o.whole else facts
                 off = [k for k in keys if ja.get(k) != jb.get(k)]
                 if o.same_forwards and jb.get("discrete_routing") is None and ja.get("forwards") != jb.get("forwards"):
-                    off.append("forwards")
+                    off.append("forwards: " + ", ".join(forwards_off(ja, jb)))
+                if o.summary and text_a != text_b:
+                    off.append("summary")
                 same = rc_a == rc_b and not off
                 sa, sb = ja["seconds"], jb["seconds"]
                 total_a += sa

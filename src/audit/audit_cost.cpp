@@ -6,11 +6,11 @@ namespace grassaudit {
 
 namespace {
 thread_local CostMeter* t_meter = nullptr;
+}  // namespace
 
-std::string dtype_key(at::ScalarType t) {
+std::string dtype_name(at::ScalarType t) {
   return t == at::kDouble ? "float64" : t == at::kFloat ? "float32" : c10::toString(t);
 }
-}  // namespace
 
 ForwardCount ForwardLedger::total() const {
   ForwardCount c;
@@ -26,7 +26,7 @@ ForwardLedger& ForwardLedger::operator+=(const ForwardLedger& o) {
 
 void CostMeter::record_forward(at::ScalarType dtype, int64_t rows, int64_t len) {
   const ForwardCount one{1, rows * len};
-  const std::string key = dtype_key(dtype);
+  const std::string key = dtype_name(dtype);
   total_.by_dtype[key] += one;
   if (!stack_.empty()) stack_.back().own.by_dtype[key] += one;
 }

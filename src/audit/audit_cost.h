@@ -98,6 +98,9 @@ class CostSection {
 };
 
 // One forward of `rows` x `len` in `dtype` (the target's dtype), into the current meter.
+// "float64", "float32", or LibTorch's name of another dtype: how a dtype is counted and reported.
+std::string dtype_name(at::ScalarType t);
+
 void record_forward(at::ScalarType dtype, int64_t rows, int64_t len);
 // One conversion of the model between dtypes, into the current meter.
 void record_conversion();

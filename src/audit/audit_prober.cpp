@@ -9,9 +9,11 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "audit/audit_shard.h"
 #include "audit/direction_draws.h"
+#include "audit/precision_switch.h"
 #include "util/error.h"
 #include "util/error_text.h"
 
@@ -31,26 +33,6 @@ uint64_t probe_seed(uint64_t audit_seed, const char* name, int64_t L, int64_t va
   uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a of the name
   for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001B3ULL;
   return mix(mix(mix(audit_seed ^ h) ^ static_cast<uint64_t>(L)) ^ static_cast<uint64_t>(variant));
-}
-
-TableVerdict judge(const EffectTable& tab, double threshold, Side side) {
-  TableVerdict v;
-  for (int64_t c = 1; c < tab.L; ++c) {
-    const int64_t lo = side == Side::kFuture ? 0 : c, hi = side == Side::kFuture ? c : tab.L;
-    for (int64_t t = lo; t < hi; ++t) {
-      const double e = tab.at(t, c);
-      if (!(e > threshold)) continue;
-      const int64_t D = cut_distance(side, t, c);
-      if (D > v.horizon || (D == v.horizon && e > v.effect)) {
-        v.horizon = D;
-        v.t = t;
-        v.c = c;
-        v.effect = e;
-      }
-      if (side == Side::kFuture && (!v.first_cut || c < *v.first_cut)) v.first_cut = c;
-    }
-  }
-  return v;
 }
 
 at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const at::Tensor& fresh) {
@@ -87,7 +69,34 @@ at::Tensor padded_to(const at::Tensor& batch, int64_t chunk) {
 }
 }  // namespace
 
+double output_scale(const at::Tensor& y) { return std::max(y.abs().max().item<double>(), 1e-300); }
+
 Prober::Prober(AuditTarget& target, const AuditOptions& opt) : target_(target), opt_(opt), in_(target.input()) {}
+
+at::Tensor Prober::random_inputs(const InPrecision& in, int64_t rows, int64_t L, at::Generator& gen) {
+  return grassaudit::random_inputs(in_, in.dtype(), rows, L, gen);
+}
+
+double Pass::max_cell() const {
+  double m = 0;
+  for (const auto& [key, table] : tables) m = std::max(m, table.max());
+  return m;
+}
+
+at::ScalarType Pass::dtype() const {
+  at::ScalarType out = at::ScalarType::Undefined;
+  for (const auto& [key, table] : tables) {
+    if (table.dtype == at::kDouble) return at::kDouble;
+    if (out == at::ScalarType::Undefined) out = table.dtype;
+  }
+  return out;
+}
+
+void Prober::require(const InPrecision& in) const {
+  if (target_.dtype() != in.dtype())
+    throw std::logic_error(fmt::format("probe in {} while the target is in {}", dtype_name(in.dtype()),
+                                       dtype_name(target_.dtype())));
+}
 
 at::Tensor random_inputs(const InputSpec& in, at::ScalarType dtype, int64_t rows, int64_t L, at::Generator& gen) {
   if (in.kind == InputSpec::Kind::kTokens && !in.vocab_slots.empty()) {
@@ -145,54 +154,101 @@ at::Tensor Prober::max_abs_diff(const at::Tensor& y, const at::Tensor& y_ref) {
   return m;
 }
 
-// One mode at one length, all trials. Probe rows are ordered (cut, trial): row r tests cut
-// c = cuts[r / T] of trial r % T, with the inputs of `side` at c replaced. Chunks hold a
-// multiple of T rows (the last one padded with repeats), so row i of EVERY chunk belongs to
-// trial i % T and one base pass -- the T base sequences tiled to the chunk's shape -- serves
-// all chunks. Same shape, same rows: unaffected positions go through bit-identical arithmetic
-// (rows at different batch positions can round differently in GEMM kernels: measured 2.6e-7
-// on a causal model). Train mode resets the RNG to the same state before every pass, so row i
-// sees the same dropout mask in the base and in each probe pass. A mode whose rows mix
-// (IsolatedRows) runs every row alone against its trial's base run alone instead.
-//
-// cuts: the cuts to probe (ascending), empty for all of 1..L-1. A subset probes exactly the
-// rows the full pass would (same seed, same fresh draws), which is how the float64 re-run
-// repeats only the cuts that showed something in float32.
-void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
-                   const TableDone& done, bool first_trial_only, TableParts* parts) {
-  at::NoGradGuard no_grad;
+// Row r [R, L(, C)]: base row_base[r] with the positions replace[r] marks taken from fresh[r]
+// (replacement_inputs: a different token, or the fresh draw); the columns are the caller's.
+Prober::ProbeRows Prober::replaced_rows(const InPrecision& in, AuditMode mode, int64_t L, Side side,
+                                        const at::Tensor& bases, const at::Tensor& row_base, const at::Tensor& fresh,
+                                        at::Tensor replace) {
+  auto base_rows = bases.index_select(0, row_base);  // [R, L(, C)]
+  if (bases.dim() == 3) replace = replace.unsqueeze(-1);
+  ProbeRows out;
+  out.mode = mode;
+  out.L = L;
+  out.side = side;
+  out.dtype = in.dtype();
+  out.bases = bases;
+  out.rows = at::where(replace, replacement_inputs(in_, base_rows, fresh), base_rows);
+  return out;
+}
+
+// The rows of one cut table, ordered (cut, trial): row r tests cut c = cuts[r / T] of trial
+// r % T, with the inputs of `side` at c replaced. The same rows in both modes and in the float64
+// re-run (the past side draws its own); a subset of cuts is exactly the rows the whole table
+// would probe at those cuts (same seed, same fresh draws), which is how the float64 re-run
+// repeats only the cuts that moved in float32. first_trial_only (the screen): trial 0's rows of
+// the same draws, T = 1.
+Prober::ProbeRows Prober::cut_rows(const InPrecision& in, AuditMode mode, int64_t L, std::vector<int64_t> cuts,
+                                   Side side, bool first_trial_only) {
   const bool train = mode == AuditMode::kTrain;
-  target_.set_train(train);
-  // The same rows in both modes (and in the float64 re-run); the past probe draws its own.
-  const char* check = side == Side::kPast ? "past" : "future";
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, check, L));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, side == Side::kPast ? "past" : "future", L));
   if (cuts.empty())
     for (int64_t c = 1; c < L; ++c) cuts.push_back(c);
-  // The screen (first_trial_only) probes trial 0's rows of the same draws, T = 1.
   const int64_t T_all = opt_.trials, R_all = T_all * (L - 1);
   const int64_t T = first_trial_only ? 1 : T_all, R = T * static_cast<int64_t>(cuts.size());
-  auto bases = random_inputs(T_all, L, gen).narrow(0, 0, T);             // [T, L(, C)]
-  auto fresh_all = random_inputs(R_all, L, gen);                          // [T_all * (L-1), L(, C)]
-  auto cut_of = at::tensor(cuts, at::kLong);                              // [R / T]
-  auto row_trial = at::arange(R, at::kLong).remainder(T);                 // [R]
-  auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));  // [R]
-  auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T_all).add(row_trial));  // [R, L(, C)]
-  auto base_rows = bases.index_select(0, row_trial);                                  // [R, L(, C)]
-  fresh = replacement_inputs(in_, base_rows, fresh);
+  auto bases = random_inputs(in, T_all, L, gen).narrow(0, 0, T);             // [T, L(, C)]
+  auto fresh_all = random_inputs(in, R_all, L, gen);                          // [T_all * (L-1), L(, C)]
+  auto cut_of = at::tensor(cuts, at::kLong);                                  // [R / T]
+  auto row_trial = at::arange(R, at::kLong).remainder(T);                     // [R]
+  auto row_cut = cut_of.index_select(0, at::arange(R, at::kLong).div(T, "floor"));      // [R]
+  auto fresh = fresh_all.index_select(0, row_cut.sub(1).mul(T_all).add(row_trial));    // [R, L(, C)]
   auto pos = at::arange(L, at::kLong).view({1, L});
   auto replace = side == Side::kFuture ? pos.ge(row_cut.view({R, 1})) : pos.lt(row_cut.view({R, 1}));  // [R, L]
-  if (bases.dim() == 3) replace = replace.unsqueeze(-1);
-  auto rows = at::where(replace, fresh, base_rows);
-  const uint64_t seed = probe_seed(opt_.seed, side == Side::kPast ? "past/dropout" : "future/dropout", L, train);
+  ProbeRows out = replaced_rows(in, mode, L, side, bases, row_trial, fresh, replace);
+  out.columns = std::move(cuts);
+  out.per_column = T;
+  out.dropout_seed = probe_seed(opt_.seed, side == Side::kPast ? "past/dropout" : "future/dropout", L, train);
+  return out;
+}
+
+// The rows of a single-position table, ordered (position, substitution, base): row r replaces
+// position positions[r / (B * K)] of base r % B. Its column is the cut whose compared outputs are
+// the ones that position can move: s on the future side (t < s), s + 1 on the past side (t > s).
+Prober::ProbeRows Prober::position_rows(const InPrecision& in, AuditMode mode, int64_t L,
+                                        const std::vector<int64_t>& positions, int64_t B, int64_t K, int64_t round,
+                                        Side side) {
+  const bool train = mode == AuditMode::kTrain;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(
+      probe_seed(opt_.seed, side == Side::kPast ? "past/routing" : "future/routing", L, round));
+  const int64_t R = static_cast<int64_t>(positions.size()) * K * B;
+  auto bases = random_inputs(in, B, L, gen);                                     // [B, L(, C)]
+  auto fresh = random_inputs(in, R, L, gen);                                     // [R, L(, C)]
+  auto row_base = at::arange(R, at::kLong).remainder(B);                         // [R]
+  auto row_pos = at::tensor(positions, at::kLong).index_select(0, at::arange(R, at::kLong).div(B * K, "floor"));
+  auto replace = at::arange(L, at::kLong).view({1, L}).eq(row_pos.view({R, 1}));  // [R, L]
+  ProbeRows out = replaced_rows(in, mode, L, side, bases, row_base, fresh, replace);
+  for (int64_t s : positions) out.columns.push_back(side == Side::kFuture ? s : s + 1);
+  out.per_column = B * K;
+  out.dropout_seed = probe_seed(opt_.seed, "routing/dropout", L, train);
+  return out;
+}
+
+// The passes of one table's rows; row r is compared with base r % T (T = the bases). Chunks hold
+// a multiple of T rows (the last one padded with repeats), so row i of EVERY chunk belongs to
+// base i % T and one base pass -- the bases tiled to the chunk's shape -- serves all chunks.
+// Same shape, same rows: unaffected positions go through bit-identical arithmetic (rows at
+// different batch positions can round differently in GEMM kernels: measured 2.6e-7 on a causal
+// model). Train mode resets the RNG to the same state before every pass, so row i sees the same
+// dropout mask in the base and in each probe pass. A mode whose rows mix (IsolatedRows) runs
+// every row alone against its base run alone instead.
+void Prober::run_passes(const ProbeRows& pr, EffectTable& table, Pass& pass, const PassPlan& plan) {
+  if (target_.dtype() != pr.dtype) throw std::logic_error("probe rows drawn in one precision run in another");
+  at::NoGradGuard no_grad;
+  const bool train = pr.mode == AuditMode::kTrain;
+  target_.set_train(train);
+  const int64_t L = pr.L, T = pr.bases.size(0), R = pr.rows.size(0);
+  const Side side = pr.side;
+  const auto column = [&](int64_t r) { return pr.columns[static_cast<size_t>(r / pr.per_column)]; };
+  TableParts* parts = plan.parts;
+  const TableDone* done = plan.done && *plan.done ? plan.done : nullptr;
 
   // Per cell, whether some trial saw exactly zero (1) and some kDiscreteJump or more (2).
-  std::vector<uint8_t> seen(T > 1 ? static_cast<size_t>(L * L) : 0, 0);
+  std::vector<uint8_t> seen(plan.trial_flags && T > 1 ? static_cast<size_t>(L * L) : 0, 0);
   // diff [n, L]: relative move of each output position of rows start .. start+n-1.
   auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
     const at::Tensor host = diff.cpu();  // [n, L] read back from the target's device
     auto acc = host.accessor<double, 2>();
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t c = cuts[static_cast<size_t>((start + i) / T)];
+      const int64_t c = column(start + i);
       const int64_t lo = side == Side::kFuture ? 0 : c, hi = side == Side::kFuture ? c : L;
       for (int64_t t = lo; t < hi; ++t) {
         const double v = acc[i][t];
@@ -205,19 +261,23 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
   };
   // The first cell that switched between trials, once the table is in (every rank's rows).
   const auto note_mixed = [&] {
+    if (!plan.trial_flags) return;
     audit_reduce_flags(seen);
     auto& mixed = side == Side::kFuture ? mixed_future_ : mixed_past_;
     for (size_t k = 0; k < seen.size() && !mixed; ++k)
       if (seen[k] == 3) {
         const auto t = static_cast<int64_t>(k) / L, c = static_cast<int64_t>(k) % L;
-        mixed = MixedCell{mode, L, t, c};
+        mixed = MixedCell{pr.mode, L, t, c};
       }
   };
-  auto seeded_run = [&](const at::Tensor& x, bool check_finite_outputs) {
-    if (train) at::manual_seed(seed);
+  const auto seeded_run = [&](const at::Tensor& x, bool check_finite_outputs) {
+    if (train) at::manual_seed(pr.dropout_seed);
     return run(x.contiguous(), check_finite_outputs);
   };
-
+  const auto seeded_alone = [&](const at::Tensor& x) {
+    if (train) at::manual_seed(pr.dropout_seed);
+    return run_alone(x);
+  };
   // The base pass and its rows' scales (y [rows, L, K] -> [rows]), run once per table: a table
   // probed in parts keeps them in `parts`.
   const auto base_pass = [&](const std::function<at::Tensor()>& run_base) {
@@ -227,148 +287,101 @@ void Prober::probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, st
     if (parts) parts->y_base = y, parts->scale = sc;
     return std::make_pair(y, sc);
   };
+  const int64_t probes_before = pass.probes;
 
-  if (isolated(mode)) {  // one sequence per pass (as two identical rows: see run_alone)
-    auto seeded_alone = [&](const at::Tensor& x) {
-      if (train) at::manual_seed(seed);
-      return run_alone(x);
-    };
-    const auto [y_base, scale] = base_pass([&] {  // [T, L, K]: trial tr's sequence alone
+  if (isolated(pr.mode)) {  // one sequence per pass (as two identical rows: see run_alone)
+    const auto [y_base, scale] = base_pass([&] {  // [T, L, K]: base b's sequence alone
       std::vector<at::Tensor> ys;
-      for (int64_t tr = 0; tr < T; ++tr) ys.push_back(seeded_alone(bases.narrow(0, tr, 1)));
+      for (int64_t b = 0; b < T; ++b) ys.push_back(seeded_alone(pr.bases.narrow(0, b, 1)));
       return at::cat(ys, 0);
     });
-    const int64_t probes_before = pass.probes;
     int64_t stopped_at = L;  // the first cut not probed
     for (int64_t r = 0; r < R; ++r) {
-      const int64_t c = cuts[static_cast<size_t>(r / T)];
+      const int64_t c = column(r);
       if (parts && c < parts->next_cut) continue;  // an earlier part probed it
-      if (done && r % T == 0 && done(table, c)) {
+      if (done && r % pr.per_column == 0 && (*done)(table, c)) {
         stopped_at = c;
         break;
       }
-      if (!audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
-      auto y = seeded_alone(rows.narrow(0, r, 1));
-      const int64_t tr = r % T;
-      record((y - y_base.narrow(0, tr, 1)).abs().amax(-1).to(at::kDouble).div(scale.narrow(0, tr, 1).view({1, 1})).contiguous(),
+      if (plan.sharded && !audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
+      auto y = seeded_alone(pr.rows.narrow(0, r, 1));
+      const int64_t b = r % T;
+      record((y - y_base.narrow(0, b, 1)).abs().amax(-1).to(at::kDouble).div(scale.narrow(0, b, 1).view({1, 1})).contiguous(),
              r, 1);
     }
     if (parts) parts->next_cut = stopped_at;
-    audit_reduce_table(table, pass, probes_before);
-    note_mixed();
-    return;
+  } else {
+    // The screen reads only whether a row moved: its passes hold no more rows than it has.
+    const int64_t chunk = plan.screen ? std::min(std::max<int64_t>(1, opt_.batch), R)
+                                      : std::max<int64_t>(1, opt_.batch / T) * T;
+    auto base_batch = pr.bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
+    const auto [y_base, scale] = base_pass([&] { return seeded_run(base_batch, true); });  // [chunk, L, K], [chunk]
+    for (int64_t start = 0; start < R; start += chunk) {
+      const int64_t first_cut = column(start);
+      if (parts && first_cut < parts->next_cut) continue;  // an earlier part probed it
+      // Data-parallel, each rank asks with its own part of the table: a part can only end a table
+      // later than the whole would, never earlier.
+      if (done && (*done)(table, first_cut)) break;
+      if (parts) parts->next_cut = start + chunk < R ? column(start + chunk) : L;
+      if (plan.sharded && !audit_owns_chunk(start / chunk)) continue;  // another rank's chunk (audit_shard.h)
+      const int64_t n = std::min(chunk, R - start);
+      auto y = seeded_run(padded_to(pr.rows.narrow(0, start, n), chunk), false);  // finiteness: max_abs_diff
+      // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
+      record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
+    }
   }
-  // The screen reads only whether a row moved: its passes hold no more rows than it has.
-  const int64_t chunk = first_trial_only ? std::min(std::max<int64_t>(1, opt_.batch), R)
-                                         : std::max<int64_t>(1, opt_.batch / T) * T;
-  auto base_batch = bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
-  const auto [y_base, scale] = base_pass([&] { return seeded_run(base_batch, true); });  // [chunk, L, K], [chunk]
-  const int64_t probes_before = pass.probes;
-  for (int64_t start = 0; start < R; start += chunk) {
-    const int64_t first_cut = cuts[static_cast<size_t>(start / T)];
-    if (parts && first_cut < parts->next_cut) continue;  // an earlier part probed it
-    // Data-parallel, each rank asks with its own part of the table: a part can only end a table
-    // later than the whole would, never earlier.
-    if (done && done(table, first_cut)) break;
-    if (parts) parts->next_cut = start + chunk < R ? cuts[static_cast<size_t>((start + chunk) / T)] : L;
-    if (!audit_owns_chunk(start / chunk)) continue;  // data-parallel: another rank's chunk (audit_shard.h)
-    const int64_t n = std::min(chunk, R - start);
-    auto y = seeded_run(padded_to(rows.narrow(0, start, n), chunk), false);  // finiteness: max_abs_diff
-    // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
-    record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
-  }
-  audit_reduce_table(table, pass, probes_before);
+  if (plan.sharded) audit_reduce_table(table, pass, probes_before);
   note_mixed();
 }
 
-// Rows ordered (position, substitution, base): row r replaces position positions[r / (B * K)] of
-// base r % B. Chunks hold a multiple of B rows, so row i of every chunk belongs to base i % B and
-// one base pass (the bases tiled to the chunk's shape) serves every chunk, as in probe(). Train
-// mode resets the RNG before every pass; a mode whose rows mix runs every row alone.
-EffectTable Prober::single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
-                                          int64_t B, int64_t K, int64_t round, Side side) {
-  at::NoGradGuard no_grad;
-  const bool train = mode == AuditMode::kTrain;
-  target_.set_train(train);
-  EffectTable table = EffectTable::zeros(L);
+EffectTable Prober::single_position_table(const InPrecision& in, AuditMode mode, int64_t L,
+                                          const std::vector<int64_t>& positions, int64_t B, int64_t K, int64_t round,
+                                          Side side) {
+  require(in);
+  EffectTable table = EffectTable::zeros(L, in.dtype());
   if (positions.empty()) return table;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(
-      probe_seed(opt_.seed, side == Side::kPast ? "past/routing" : "future/routing", L, round));
-  const int64_t R = static_cast<int64_t>(positions.size()) * K * B;
-  auto bases = random_inputs(B, L, gen);                                         // [B, L(, C)]
-  auto fresh = random_inputs(R, L, gen);                                         // [R, L(, C)]
-  auto row_base = at::arange(R, at::kLong).remainder(B);                         // [R]
-  auto row_pos = at::tensor(positions, at::kLong).index_select(0, at::arange(R, at::kLong).div(B * K, "floor"));
-  auto base_rows = bases.index_select(0, row_base);                              // [R, L(, C)]
-  fresh = replacement_inputs(in_, base_rows, fresh);
-  auto replace = at::arange(L, at::kLong).view({1, L}).eq(row_pos.view({R, 1}));  // [R, L]
-  if (bases.dim() == 3) replace = replace.unsqueeze(-1);
-  auto rows = at::where(replace, fresh, base_rows);
-  const uint64_t seed = probe_seed(opt_.seed, "routing/dropout", L, train);
-  auto seeded_run = [&](const at::Tensor& x) {
-    if (train) at::manual_seed(seed);
-    return isolated(mode) ? run_alone(x) : run(x.contiguous());
-  };
-  // diff [n, L]: relative move of each output position of rows start .. start+n-1.
-  auto record = [&](const at::Tensor& diff, int64_t start, int64_t n) {
-    const at::Tensor host = diff.cpu();
-    auto acc = host.accessor<double, 2>();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t s = positions[static_cast<size_t>((start + i) / (B * K))];
-      const int64_t lo = side == Side::kFuture ? 0 : s + 1, hi = side == Side::kFuture ? s : L;
-      for (int64_t t = lo; t < hi; ++t) table.raise(t, side == Side::kFuture ? s : s + 1, acc[i][t]);
-    }
-  };
-  const auto relative = [](const at::Tensor& y, const at::Tensor& y_base, const at::Tensor& scale) {
-    return (y - y_base).abs().amax(-1).to(at::kDouble).div(scale.view({-1, 1})).contiguous();
-  };
-  if (isolated(mode)) {
-    std::vector<at::Tensor> ys;
-    for (int64_t b = 0; b < B; ++b) ys.push_back(seeded_run(bases.narrow(0, b, 1)));
-    const at::Tensor y_base = at::cat(ys, 0);                                      // [B, L, K]
-    const at::Tensor scale = row_scales(y_base);
-    for (int64_t r = 0; r < R; ++r) {
-      const at::Tensor y = seeded_run(rows.narrow(0, r, 1));
-      record(relative(y, y_base.narrow(0, r % B, 1), scale.narrow(0, r % B, 1)), r, 1);
-    }
-    return table;
-  }
-  const int64_t chunk = std::max<int64_t>(1, opt_.batch / B) * B;
-  const at::Tensor y_base = seeded_run(bases.index_select(0, at::arange(chunk, at::kLong).remainder(B)));
-  const at::Tensor scale = row_scales(y_base);  // [chunk]
-  for (int64_t start = 0; start < R; start += chunk) {
-    const int64_t n = std::min(chunk, R - start);
-    const at::Tensor y = seeded_run(padded_to(rows.narrow(0, start, n), chunk));
-    record(relative(y, y_base, scale).narrow(0, 0, n), start, n);
-  }
+  Pass scratch;  // the search counts its own rows
+  PassPlan plan;
+  plan.trial_flags = false;  // its bases are not trials of one table
+  plan.sharded = false;      // every rank searches alike
+  run_passes(position_rows(in, mode, L, positions, B, K, round, side), table, scratch, plan);
   return table;
 }
 
 // x [1, L(, C)] -> y [1, L, K], one sequence on its own (as_pair).
 at::Tensor Prober::run_alone(const at::Tensor& x) { return run(as_pair(x)).narrow(0, 0, 1); }
 
-EffectTable Prober::probe_table(AuditMode mode, int64_t L, Pass& pass, Side side) {
-  return rerun_cuts(mode, L, {}, pass, side);
+EffectTable Prober::probe_table(const InPrecision& in, AuditMode mode, int64_t L, Pass& pass, Side side) {
+  return rerun_cuts(in, mode, L, {}, pass, side);
 }
 
-EffectTable Prober::rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass, Side side,
-                               const TableDone& done, TableParts* parts) {
-  EffectTable table = parts && parts->table.L == L ? parts->table : EffectTable::zeros(L);
-  probe(mode, L, table, pass, cuts, side, done, /*first_trial_only=*/false, parts);
+EffectTable Prober::rerun_cuts(const InPrecision& in, AuditMode mode, int64_t L, const std::vector<int64_t>& cuts,
+                               Pass& pass, Side side, const TableDone& done, TableParts* parts) {
+  require(in);
+  EffectTable table = parts && parts->table.L == L ? parts->table : EffectTable::zeros(L, in.dtype());
+  PassPlan plan;
+  plan.done = &done;
+  plan.parts = parts;
+  run_passes(cut_rows(in, mode, L, cuts, side, /*first_trial_only=*/false), table, pass, plan);
   if (parts) parts->table = table;
   return table;
 }
 
-EffectTable Prober::screen_table(AuditMode mode, int64_t L, Pass& pass, Side side, int64_t from_cut) {
-  EffectTable table = EffectTable::zeros(L);
+EffectTable Prober::screen_table(const InPrecision& in, AuditMode mode, int64_t L, Pass& pass, Side side,
+                                 int64_t from_cut) {
+  require(in);
+  EffectTable table = EffectTable::zeros(L, in.dtype());
   std::vector<int64_t> cuts;
   for (int64_t c = std::max<int64_t>(1, from_cut); c < L; ++c) cuts.push_back(c);
   if (cuts.empty()) return table;
-  probe(mode, L, table, pass, cuts, side, {}, /*first_trial_only=*/true);
+  PassPlan plan;
+  plan.screen = true;
+  run_passes(cut_rows(in, mode, L, cuts, side, /*first_trial_only=*/true), table, pass, plan);
   return table;
 }
 
-EffectTable Prober::rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side) {
+EffectTable Prober::rerun_nonzero(const InPrecision& in, AuditMode mode, const EffectTable& first, Pass& pass,
+                                  Side side) {
   std::vector<int64_t> cuts;
   for (int64_t c = 1; c < first.L; ++c)
     for (int64_t t = 0; t < first.L; ++t)
@@ -376,14 +389,15 @@ EffectTable Prober::rerun_nonzero(AuditMode mode, const EffectTable& first, Pass
         cuts.push_back(c);
         break;
       }
-  if (cuts.empty()) return EffectTable::zeros(first.L);
-  return rerun_cuts(mode, first.L, cuts, pass, side);
+  if (cuts.empty()) return EffectTable::zeros(first.L, in.dtype());
+  return rerun_cuts(in, mode, first.L, cuts, pass, side);
 }
 
 // Trials of [B, L(, C)] passes, B = max(2, batch): the base pass, then the same pass with the
 // odd rows replaced by fresh draws. Even rows are the same inputs at the same batch positions,
 // so a batch-independent model gives them bit-identical outputs (same shape, same arithmetic).
-BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
+BatchEffect Prober::batch_effect(const InPrecision& in, AuditMode mode, int64_t L, bool screen) {
+  require(in);
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
@@ -394,8 +408,8 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
   BatchEffect out;
   out.by_position.assign(static_cast<size_t>(L), 0.0);
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
-    auto base = random_inputs(B, L, gen);
-    auto fresh = random_inputs(B, L, gen);
+    auto base = random_inputs(in, B, L, gen);
+    auto fresh = random_inputs(in, B, L, gen);
     auto k = base.dim() == 3 ? keep.view({B, 1, 1}) : keep.view({B, 1});
     if (train) at::manual_seed(seed);
     auto y0 = run(base);
@@ -412,7 +426,7 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
       }
     // The screen: kept rows bit for bit unmoved in the first trial stand for the check (the
     // trials after it run only when it moved, as they would without the screen).
-    if (opt_.screen && out.effect == 0.0) break;
+    if (screen && out.effect == 0.0) break;
   }
   return out;
 }
@@ -420,16 +434,18 @@ BatchEffect Prober::batch_effect(AuditMode mode, int64_t L) {
 // Eval mode, one sequence per pass (rows that mix cannot blur the comparison): per trial the
 // full run [1, L] and each prefix run [1, p]; positions t < p - guard must agree. A length the
 // model cannot run at is recorded (error) and skipped: the check says so rather than failing.
-std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard) {
+std::vector<PrefixEffect> Prober::prefix_effects(const InPrecision& in, int64_t L, const std::vector<int64_t>& prefix_lens,
+                                                 int64_t guard) {
+  require(in);
   at::NoGradGuard no_grad;
   target_.set_train(false);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "length", L));
   std::vector<PrefixEffect> out;
   for (int64_t p : prefix_lens) out.push_back(PrefixEffect{p, 0.0, -1, {}});
   for (int64_t trial = 0; trial < opt_.trials; ++trial) {
-    auto x = random_inputs(1, L, gen);
+    auto x = random_inputs(in, 1, L, gen);
     auto y_full = run_alone(x);                                                 // [1, L, K]
-    const double scale = std::max(y_full.abs().max().item<double>(), 1e-300);
+    const double scale = output_scale(y_full);
     for (auto& pe : out) {
       const int64_t n = pe.prefix_len - guard;  // compared positions 0 .. n-1
       if (n <= 0 || !pe.error.empty()) continue;
@@ -439,7 +455,7 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
       } catch (const NonFiniteOutput& e) {
         // NaN at this length on any input: the model does not run there. NaN on some inputs
         // only broke the output contract.
-        if (try_forward(pe.prefix_len).empty()) throw;
+        if (try_forward(in, pe.prefix_len).empty()) throw;
         pe.error = e.reason();
         continue;
       } catch (const InputError& e) {
@@ -458,12 +474,13 @@ std::vector<PrefixEffect> Prober::prefix_effects(int64_t L, const std::vector<in
   return out;
 }
 
-Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
+Prober::Repeat Prober::repeat_effect(const InPrecision& in, AuditMode mode, int64_t L) {
+  require(in);
   at::NoGradGuard no_grad;
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "repeatability", L));
-  auto x = random_inputs(2, L, gen);
+  auto x = random_inputs(in, 2, L, gen);
   const uint64_t seed = probe_seed(opt_.seed, "repeatability/dropout", L);
   Repeat out;
   target_.snapshot_state(/*restore=*/false);
@@ -487,7 +504,7 @@ Prober::Repeat Prober::repeat_effect(AuditMode mode, int64_t L) {
   if (train) at::manual_seed(seed);
   auto y2 = run(x.clone());
   target_.restore_state();
-  const double scale = std::max(y1.abs().max().item<double>(), 1e-300);
+  const double scale = output_scale(y1);
   out.effect = (y2 - y1).abs().max().item<double>() / scale;
   return out;
 }
@@ -525,12 +542,13 @@ void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, doub
   });
 }
 
-Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
+Prober::Floor Prober::precision_floor(const InPrecision& in, int64_t L, double delta, int segments) {
+  require(in);
   at::NoGradGuard no_grad;
   target_.set_train(false);
   Floor out;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "floor", L));
-  const auto x = random_inputs(2, L, gen);  // [2, L(, C)]
+  const auto x = random_inputs(in, 2, L, gen);  // [2, L(, C)]
   // Per jittered tensor: the parameter, and of the part jittered (all of it, or the rows a forward
   // of x reads) its original values, directions and a buffer for its jittered values.
   struct Jittered {
@@ -609,7 +627,7 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
       }
       if (out.inputs) write_jittered(x_jittered, x, x_dir, s);
       y[k] = run(out.inputs ? x_jittered : x).to(at::kDouble);
-      if (k == 0) scale = std::max(y[0].abs().max().item<double>(), 1e-300);
+      if (k == 0) scale = output_scale(y[0]);
       const int c = k - 2;  // a segment's centre once its last sample is in
       if ((c + K - 2) % 4 != 0 || c - 2 < -K) continue;
       if (!d2.defined()) {
@@ -638,7 +656,8 @@ Prober::Floor Prober::precision_floor(int64_t L, double delta, int segments) {
   return out;
 }
 
-std::string Prober::try_forward(int64_t L) {
+std::string Prober::try_forward(const InPrecision& in, int64_t L) {
+  require(in);
   at::NoGradGuard no_grad;
   // Eval mode, whatever the probe before it left: the test is of the arithmetic, not of a mode.
   const bool training = target_.is_training();
@@ -646,7 +665,7 @@ std::string Prober::try_forward(int64_t L) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "forward", L));
   std::string failed;
   try {
-    run(random_inputs(1, L, gen));
+    run(random_inputs(in, 1, L, gen));
   } catch (const InputError& e) {
     failed = e.what();
   }
@@ -655,20 +674,21 @@ std::string Prober::try_forward(int64_t L) {
 }
 
 // Eval mode, trials pairs of [1, L(, C)] sequences that differ only before L/2.
-double Prober::past_effect(int64_t L) {
+double Prober::past_effect(const InPrecision& in, int64_t L) {
+  require(in);
   at::NoGradGuard no_grad;
   target_.set_train(false);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "vacuity", L));
   const int64_t c = std::max<int64_t>(1, L / 2);
   double worst = 0;
   for (int64_t trial = 0; trial < std::max<int64_t>(1, opt_.trials); ++trial) {
-    auto base = random_inputs(1, L, gen);
-    auto fresh = replacement_inputs(in_, base, random_inputs(1, L, gen));
+    auto base = random_inputs(in, 1, L, gen);
+    auto fresh = replacement_inputs(in_, base, random_inputs(in, 1, L, gen));
     auto pos = at::arange(L, at::kLong).view({1, L});
     auto replace = pos.lt(c);
     if (base.dim() == 3) replace = replace.unsqueeze(-1);
     auto y = run(at::cat({base, at::where(replace, fresh, base)}, 0));
-    auto scale = std::max(y[0].abs().max().item<double>(), 1e-300);
+    const double scale = output_scale(y[0]);
     auto d = (y[1] - y[0]).narrow(0, c, L - c).abs().max().item<double>() / scale;
     worst = std::max(worst, d);
   }
@@ -697,11 +717,12 @@ class StateHold {
 }  // namespace
 
 // One base sequence [1, L(, C)] expanded to chunks of rows [n, L(, C)]; row i picks output t_i.
-std::vector<std::vector<double>> Prober::gradient_map(int64_t L, AuditMode mode) {
+std::vector<std::vector<double>> Prober::gradient_map(const InPrecision& in, int64_t L, AuditMode mode) {
+  require(in);
   const bool train = mode == AuditMode::kTrain;
   target_.set_train(train);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "gradient", L));
-  auto base = random_inputs(1, L, gen);
+  auto base = random_inputs(in, 1, L, gen);
   std::vector<std::vector<double>> G(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(L), 0.0));
   at::Tensor w;
   // Rows that mix in this mode: one output position per pass, so row i's gradient is its own.

@@ -23,6 +23,8 @@
 
 namespace grassaudit {
 
+class InPrecision;  // audit/precision_switch.h: the precision a probe runs in
+
 // A probe's seed: the audit's seed mixed with the name of the check that probes (or of what it
 // draws) and what the probe varies by (a length, a mode), so that every probe draws its own
 // stream without salts kept by hand.
@@ -41,6 +43,9 @@ at::Tensor replacement_inputs(const InputSpec& in, const at::Tensor& base, const
 // p = o * (1 + s * d) written into p (same shape, contiguous float32 or float64 in one pass;
 // otherwise through the ATen ops), bit for bit what the ATen expression computes.
 void write_jittered(at::Tensor p, const at::Tensor& o, const at::Tensor& d, double s);
+
+// y -> its scale, max |y| (never 0): what effects on a whole output are relative to.
+double output_scale(const at::Tensor& y);
 
 // x [1, L(, C)] as a batch of two identical rows [2, L(, C)]: whatever a model computes across
 // rows then sees only this sequence, and BatchNorm in train mode (which refuses a batch of one)
@@ -86,23 +91,31 @@ struct PrefixEffect {
   std::string error;  // the model does not run at this length (the check skips it)
 };
 
-// The tables of one precision, with its probe count and largest effect.
+// What probes ran: their count and the largest effect they recorded (the float32 screen keeps no
+// tables), and the tables decided from them (the decisive ones).
 struct Pass {
-  at::ScalarType dtype = at::ScalarType::Undefined;
   std::map<std::pair<AuditMode, int64_t>, EffectTable> tables;  // (mode, L)
   double max_effect = 0;
   int64_t probes = 0;
+  // The largest cell of its tables (0: none).
+  double max_cell() const;
+  // The precision that decided them: float64 where any table was decided in float64, else that
+  // of its tables (Undefined: none).
+  at::ScalarType dtype() const;
 };
 
 class Prober {
  public:
   Prober(AuditTarget& target, const AuditOptions& opt);
 
-  // One (mode, length) table in the target's current dtype, every cut.
-  EffectTable probe_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture);
+  // Every probe runs in the precision `in` holds (the target must be there: std::logic_error
+  // otherwise), and every table it fills says so (EffectTable::dtype).
 
-  // The decisive re-run (in the target's current dtype) of only the given cuts (ascending),
-  // exactly the probe rows the full table used. Cells of other cuts stay zero.
+  // One (mode, length) table, every cut.
+  EffectTable probe_table(const InPrecision& in, AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture);
+
+  // The given cuts (ascending; empty: all) of a table, exactly the probe rows the full table uses:
+  // the float64 re-run of the cuts that moved, or a table probed in parts. Other cuts stay zero.
   // `done` (optional), asked before each pass with the table so far and the first cut that pass
   // would probe: true ends the table there (its later cuts stay zero). The passes before are
   // those of the whole table, row for row, so what they measured is the same bits.
@@ -116,17 +129,20 @@ class Prober {
     int64_t next_cut = 1;      // the first cut not probed yet (L: none left)
     EffectTable table;         // the cells of the parts so far
   };
-  EffectTable rerun_cuts(AuditMode mode, int64_t L, const std::vector<int64_t>& cuts, Pass& pass,
-                         Side side = Side::kFuture, const TableDone& done = {}, TableParts* parts = nullptr);
+  EffectTable rerun_cuts(const InPrecision& in, AuditMode mode, int64_t L, const std::vector<int64_t>& cuts,
+                         Pass& pass, Side side = Side::kFuture, const TableDone& done = {},
+                         TableParts* parts = nullptr);
   // The screen: every cut from `from_cut` on with the first trial's rows only (the same draws as
   // the whole table's trial 0, passes of up to --batch rows of that trial, no more rows than it
   // has). Exact zeros here mean trial 0 moved nothing at those cuts; what the other trials would
   // show is not measured. Only whether anything moved is read: a pass of another shape rounds
   // the rows it moves differently, but moves exactly the rows a pass of any shape moves.
-  EffectTable screen_table(AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture, int64_t from_cut = 1);
+  EffectTable screen_table(const InPrecision& in, AuditMode mode, int64_t L, Pass& pass, Side side = Side::kFuture,
+                           int64_t from_cut = 1);
   // rerun_cuts of every cut where `first` saw a non-zero effect. A cut that moved nothing at
   // all in float32 has nothing to tell apart: its zeros stand.
-  EffectTable rerun_nonzero(AuditMode mode, const EffectTable& first, Pass& pass, Side side = Side::kFuture);
+  EffectTable rerun_nonzero(const InPrecision& in, AuditMode mode, const EffectTable& first, Pass& pass,
+                            Side side = Side::kFuture);
 
   // Rows of a pass that mix in `modes`: while this lives, those modes are probed one row per
   // pass, so that what one row's inputs do to another cannot read as a time dependence. Each
@@ -170,17 +186,20 @@ class Prober {
   // position of `positions` and each base, `substitutions` rows with only that position
   // replaced (each by a different draw). Cell (t, c) of the table, as in the cut tables: future
   // side, c = the replaced position s and t < s; past side, c = s + 1 and t > s, so that
-  // cut_distance is the distance |t - s| itself. `round` seeds its own draws. In the target's
-  // current dtype; passes of --batch rows (a multiple of `bases`, tiled as in probe()).
-  EffectTable single_position_table(AuditMode mode, int64_t L, const std::vector<int64_t>& positions, int64_t bases,
-                                    int64_t substitutions, int64_t round, Side side);
+  // cut_distance is the distance |t - s| itself. `round` seeds its own draws. Passes of --batch
+  // rows (a multiple of `bases`, tiled as the cut tables' are: run_passes).
+  EffectTable single_position_table(const InPrecision& in, AuditMode mode, int64_t L,
+                                    const std::vector<int64_t>& positions, int64_t bases, int64_t substitutions,
+                                    int64_t round, Side side);
 
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
-  BatchEffect batch_effect(AuditMode mode, int64_t L);
+  // screen: the trials after the first run only when it moved.
+  BatchEffect batch_effect(const InPrecision& in, AuditMode mode, int64_t L, bool screen);
 
   // Length independence (eval mode, one sequence per pass, run_alone): each prefix length of `prefix_lens`
   // against the full length L, comparing positions t < p - guard.
-  std::vector<PrefixEffect> prefix_effects(int64_t L, const std::vector<int64_t>& prefix_lens, int64_t guard);
+  std::vector<PrefixEffect> prefix_effects(const InPrecision& in, int64_t L, const std::vector<int64_t>& prefix_lens,
+                                           int64_t guard);
 
   // The same batch [2, L] twice in `mode` (train mode: the RNG reset to the same state before
   // each pass; nothing restored between them): the largest relative difference of the outputs
@@ -190,9 +209,9 @@ class Prober {
     std::string changed;
     bool drew_random = false;  // the first call moved torch's default CPU generator (it draws noise)
   };
-  Repeat repeat_effect(AuditMode mode, int64_t L);
+  Repeat repeat_effect(const InPrecision& in, AuditMode mode, int64_t L);
 
-  // The model's own rounding floor in the target's current dtype (eval mode, two random rows
+  // The model's own rounding floor in the precision `in` holds (eval mode, two random rows
   // [2, L]): every floating parameter and a features input scaled by (1 + k delta u), u ~ N(0, 1)
   // fixed, k = -2G .. 2G along one line, cut into G segments of five samples that share only
   // their endpoints. In each segment the second difference y(+d) + y(-d) - 2 y(0) of smooth
@@ -211,25 +230,25 @@ class Prober {
     bool measurable = false;
     std::string why;
   };
-  Floor precision_floor(int64_t L, double delta, int segments);
+  Floor precision_floor(const InPrecision& in, int64_t L, double delta, int segments);
 
-  // A forward pass of one random [1, L] input in the current dtype: empty, or why it failed.
-  std::string try_forward(int64_t L);
+  // A forward pass of one random [1, L] input: empty, or why it failed.
+  std::string try_forward(const InPrecision& in, int64_t L);
 
   // Non-vacuity: replace the first half, keep the rest; how much do later outputs move?
-  double past_effect(int64_t L);
+  double past_effect(const InPrecision& in, int64_t L);
 
   // Method 2 in `mode` (train mode: the RNG reset before each pass): row i differentiates
   // <w, y_{t_i}> w.r.t. every input embedding; entries s > t_i must vanish. Returns
   // G[t][s] = ||d<w, y_t>/d e_s||. The target's state is held from each forward until its
   // backward is done and put back after it (AuditTarget::hold_state).
-  std::vector<std::vector<double>> gradient_map(int64_t L, AuditMode mode = AuditMode::kEval);
+  std::vector<std::vector<double>> gradient_map(const InPrecision& in, int64_t L, AuditMode mode = AuditMode::kEval);
 
  private:
-  // random_inputs in the target's current dtype, from the audit's own generator (not the global one).
-  at::Tensor random_inputs(int64_t rows, int64_t L, at::Generator& gen) {
-    return grassaudit::random_inputs(in_, target_.dtype(), rows, L, gen);
-  }
+  // The target in the precision `in` holds, or std::logic_error (a probe outside its scope).
+  void require(const InPrecision& in) const;
+  // random_inputs in the precision `in` holds, from the audit's own generator (not the global one).
+  at::Tensor random_inputs(const InPrecision& in, int64_t rows, int64_t L, at::Generator& gen);
   // Runs the target and checks the output contract: [rows, L, ...] and (check_finite) finite.
   at::Tensor run(const at::Tensor& x, bool check_finite = true);
   // max over features of |y - y_ref| [rows, L, K] -> [rows, L], in the outputs' dtype, through
@@ -241,9 +260,36 @@ class Prober {
   void check_finite(const at::Tensor& y);
   // One sequence [1, L(, C)] on its own (two identical rows): y [1, L, K].
   at::Tensor run_alone(const at::Tensor& x);
-  // One mode at one length, all trials (the row layout is explained at the definition).
-  void probe(AuditMode mode, int64_t L, EffectTable& table, Pass& pass, std::vector<int64_t> cuts, Side side,
-             const TableDone& done, bool first_trial_only, TableParts* parts = nullptr);
+  // The rows of one table's passes: row r is compared with base r % T (T = bases.size(0)) and
+  // fills column columns[r / per_column] of the table (a cut; for a single position, the cut
+  // whose compared outputs that position can move).
+  struct ProbeRows {
+    AuditMode mode = AuditMode::kEval;
+    int64_t L = 0;
+    Side side = Side::kFuture;
+    at::ScalarType dtype = at::ScalarType::Undefined;
+    at::Tensor bases;              // [T, L(, C)]
+    at::Tensor rows;               // [R, L(, C)]
+    std::vector<int64_t> columns;  // [R / per_column]
+    int64_t per_column = 1;
+    uint64_t dropout_seed = 0;     // train mode: the RNG state before every pass
+  };
+  ProbeRows replaced_rows(const InPrecision& in, AuditMode mode, int64_t L, Side side, const at::Tensor& bases,
+                          const at::Tensor& row_base, const at::Tensor& fresh, at::Tensor replace);
+  ProbeRows cut_rows(const InPrecision& in, AuditMode mode, int64_t L, std::vector<int64_t> cuts, Side side,
+                     bool first_trial_only);
+  ProbeRows position_rows(const InPrecision& in, AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
+                          int64_t B, int64_t K, int64_t round, Side side);
+  // How run_passes runs a table's rows.
+  struct PassPlan {
+    const TableDone* done = nullptr;  // asked before each pass (rerun_cuts)
+    TableParts* parts = nullptr;      // a table probed in parts (rerun_cuts)
+    bool screen = false;              // passes of no more rows than there are (screen_table)
+    bool trial_flags = true;          // note a cell that switched between trials (mixed_cell)
+    bool sharded = true;              // data-parallel: each rank its own chunks (audit_shard.h)
+  };
+  // The passes of `rows` into `table` (its cells raised) and `pass` (probes, largest effect).
+  void run_passes(const ProbeRows& rows, EffectTable& table, Pass& pass, const PassPlan& plan);
 
   AuditTarget& target_;
   const AuditOptions& opt_;

@@ -65,8 +65,8 @@ struct GradientCheck {
   bool ran = false;
   std::string not_run;          // attempted and failed: why (ran false)
   std::string mode;             // mode_name(): the mode the gradients were taken in
-  Verdict verdict = Verdict::kCausal;
   int64_t leak_horizon = 0;
+  Verdict verdict() const { return leak_horizon > 0 ? Verdict::kLeaky : Verdict::kCausal; }
   double max_future_grad = 0;   // relative to the largest gradient norm
   std::string precision;
   // The farthest s - t with d y_t / d e_s exactly non-zero: a path exists, however weak (in
@@ -168,7 +168,8 @@ struct DiscreteRouting {
 };
 
 struct AuditResult {
-  Verdict verdict = Verdict::kCausal;
+  // Leaky exactly when a check's findings violate the contract.
+  Verdict verdict() const { return violations.empty() ? Verdict::kCausal : Verdict::kLeaky; }
   int64_t leak_horizon = 0;
   double max_effect = 0;         // largest relative future effect (decisive precision)
   std::optional<int64_t> first_leaking_cut;
@@ -272,7 +273,7 @@ struct AuditResult {
   // verdict is leaky exactly when a property of the contract is violated: a future leak beyond
   // the lookahead, length dependence, batch coupling or a read beyond the window. With the
   // default contract that is any future dependence, plus length and batch.
-  bool leaky() const { return verdict == Verdict::kLeaky; }
+  bool leaky() const { return verdict() == Verdict::kLeaky; }
 };
 
 // Adds what `from` spent (seconds_by_check, forwards_by_check, forwards) to `into`, check by

@@ -162,7 +162,7 @@ SuiteCaseResult run_audited_case(const SuiteCase& sc, ModelFileTarget& target, b
   auto r = run_output_audits(target, sc.opt, sc.output);
   run_model_checks(target, sc.opt, sc.output, r);
   res.train_from_eval = r.train_from_eval;
-  res.verdict = verdict_name(r.verdict);
+  res.verdict = verdict_name(r.verdict());
   res.horizon = r.leak_horizon;
   res.rounding_only = r.rounding_only;
   res.seconds = r.seconds;

@@ -18,7 +18,6 @@
 #include "audit/audit_option_fields.h"
 #include "audit/audit_prober.h"
 #include "audit/checks/check.h"
-#include "audit/checks/future_tables.h"
 #include "audit/checks/json_fields.h"
 #include "audit/model_signature.h"
 #include "audit/precision_switch.h"
@@ -89,16 +88,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Restores the target's dtype and mode and the global RNG state however the audit ends:
-// the trainer's gate audits the live model and must not perturb training.
+// Restores the target's mode and tracked state and the global RNG state however the audit ends
+// (its dtype: the PrecisionSwitch): the trainer's gate audits the live model and must not perturb
+// training.
 class TargetStateGuard {
  public:
-  explicit TargetStateGuard(AuditTarget& t)
-      : target_(t), dtype_(t.dtype()), training_(t.is_training()) {}
+  explicit TargetStateGuard(AuditTarget& t) : target_(t), training_(t.is_training()) {}
   ~TargetStateGuard() {
     try {
       target_.end_state_tracking();  // the module comes back as it was given
-      if (target_.dtype() != dtype_) target_.to_dtype(dtype_, nullptr);
       target_.set_train(training_);
     } catch (...) {
     }
@@ -107,7 +105,6 @@ class TargetStateGuard {
  private:
   CpuRngGuard rng_;
   AuditTarget& target_;
-  at::ScalarType dtype_;
   bool training_;
 };
 
@@ -118,10 +115,12 @@ namespace {
 // updates, or else nondeterminism in that mode (noise drawn in forward, outside the RNG the audit
 // resets). Two passes per audited mode.
 // Returns whether an eval-mode pass drew from torch's default CPU generator.
-bool check_repeatable(AuditTarget& target, Prober& prober, const std::vector<AuditMode>& modes, int64_t L) {
+bool check_repeatable(AuditTarget& target, Prober& prober, PrecisionSwitch& prec, const std::vector<AuditMode>& modes,
+                      int64_t L) {
   bool eval_drew = false;
+  const InPrecision own = prec.in_own();
   for (AuditMode mode : modes) {
-    const auto rep = prober.repeat_effect(mode, L);
+    const auto rep = prober.repeat_effect(own, mode, L);
     if (mode == AuditMode::kEval) eval_drew = rep.drew_random;
     if (rep.effect == 0.0) continue;
     if (!rep.changed.empty())
@@ -174,7 +173,7 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
   // identical calls, through state it updates or noise it draws, has no causality verdict.
   const bool eval_drew_random = [&] {
     const CostSection section("repeatability");
-    return check_repeatable(target, prober, modes, L);
+    return check_repeatable(target, prober, prec, modes, L);
   }();
   if (opt.eval_mode() && opt.train_mode()) {
     r.train_mode_proof = target.train_mode_proof();
@@ -199,17 +198,14 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
   for (const auto& check : registered_checks()) {
     if (!runs_here(*check, structural_pass) || !check->wanted(run)) continue;
     const CostSection section(check->name());
-    if (check->in_decisive_precision() && target.dtype() != prec.decisive())
-      convert_counted(target, prec.decisive(), nullptr);
     check->run(run);
   }
-  prec.to_own();  // the model goes back as it came (TargetStateGuard would, uncounted)
+  prec.restore_own();  // the model goes back as it came, counted (the switch's destructor would, uncounted)
   // The verdict: leaky exactly when a check's findings violate the contract.
   for (const auto& check : registered_checks())
     if (runs_here(*check, structural_pass)) check->judge(run, r.violations);
   std::stable_sort(r.violations.begin(), r.violations.end(),
                    [](const Violation& a, const Violation& b) { return a.kind < b.kind; });
-  r.verdict = r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky;
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();
@@ -253,7 +249,8 @@ AuditResult audit_schedule(AuditTarget& target, const AuditOptions& opt, bool st
       // Skipped only where the model fails at that length on a plain input too: a failure on
       // some inputs only (a NaN in one probe pass) is the model's error, not the length's.
       Prober confirm(target, opt);
-      if (confirm.try_forward(e.len()).empty()) throw;
+      PrecisionSwitch own_only(target, confirm, e.len());
+      if (confirm.try_forward(own_only.in_own(), e.len()).empty()) throw;
       skipped.push_back({e.len(), e.reason()});
       lens.erase(it);
     }
@@ -283,8 +280,7 @@ void run_model_checks(AuditTarget& target, const AuditOptions& opt, const std::o
     const CostScope scope(metered.meter);
     const CostSection section(check->name());
     check->run_model(target, opt, output, r);
-    r.verdict = r.violations.empty() ? Verdict::kCausal : Verdict::kLeaky;
-  }
+    }
 }
 
 namespace {
@@ -326,8 +322,7 @@ namespace {
 // check's (Check::thread_dependent), in name order.
 std::vector<std::string> thread_dependent_fields() {
   std::vector<std::string> fields = {"threshold", "precision_floor.value", "precision_floor.threshold",
-                                     "precision_floor.horizon_threshold", "violations[].evidence.effect",
-                                     "outputs[].max_effect"};
+                                     "precision_floor.horizon_threshold", "violations[].evidence.effect"};
   for (const auto& check : registered_checks())
     for (auto& f : check->thread_dependent()) fields.push_back(std::move(f));
   std::sort(fields.begin(), fields.end());
@@ -387,7 +382,7 @@ static std::string cost_line(const AuditResult& r) {
 nlohmann::json to_json(const AuditResult& r) {
   // The audit's own fields; each check writes its own below.
   nlohmann::json j;
-  j["verdict"] = verdict_name(r.verdict);
+  j["verdict"] = verdict_name(r.verdict());
   j["modes"] = r.modes;
   j["seq_lens"] = r.seq_lens;
   j["stopped_early"] = r.stopped_early;
@@ -452,11 +447,8 @@ nlohmann::json to_json(const AuditResult& r) {
       oj["skipped"] = skipped;
       return oj;
     }
-    oj["verdict"] = verdict_name(a->verdict);
-    oj["leak_horizon"] = a->leak_horizon;
-    oj["max_effect"] = a->max_effect;
+    oj["verdict"] = verdict_name(a->verdict());
     oj["precision"] = a->precision;
-    oj["rounding_only"] = a->rounding_only;
     nlohmann::json kinds = nlohmann::json::array();
     for (const auto& v : a->violations) kinds.push_back(violation_kind_name(v.kind));
     oj["violations"] = kinds;
@@ -498,11 +490,25 @@ std::string leak_map_csv(const AuditResult& r) {
 }
 
 namespace {
-// A violation other than a future leak, named in the headline by the check that reports it.
+// A violation the headline's lead does not state, named by the check that reports it.
 std::string headline_name(const Violation& v, const AuditResult& r) {
   for (const auto& check : registered_checks())
     if (std::string name = check->headline(v, r); !name.empty()) return name;
   return std::string(violation_kind_name(v.kind)) + " VIOLATED";
+}
+
+bool stated_in_lead(ViolationKind k) {
+  for (const auto& check : registered_checks())
+    if (check->states_in_lead(k)) return true;
+  return false;
+}
+
+// The first non-empty answer of the registered checks to `part`.
+template <class Part>
+std::string first_part(Part part) {
+  for (const auto& check : registered_checks())
+    if (std::string s = part(*check); !s.empty()) return s;
+  return "";
 }
 }  // namespace
 
@@ -513,30 +519,16 @@ std::string kind_list(const std::vector<ViolationKind>& kinds) {
 }
 
 std::string summarize(const AuditResult& r) {
-  // The headline: the causality audit's own verdict (a future read beyond the contract), then
+  // The headline: the audit's own verdict as the check that owns it states it (its lead), then
   // every other violation by its own name, so a model whose only fault is its cache does not
   // read as a future leak of horizon 0.
-  bool future = false;
   std::string others;
-  for (const auto& v : r.violations) {
-    if (v.kind == ViolationKind::kFuture)
-      future = true;
-    else
-      others += "; " + headline_name(v, r);
-  }
-  std::string s = fmt::format("{}: {} (leak horizon {}, max effect {:.3g}, {} probes, {} precision, {:.2f} s{}){}\n",
-                              r.target, future ? "LEAKY" : "causal", r.leak_horizon, r.max_effect, r.probes,
+  for (const auto& v : r.violations)
+    if (!stated_in_lead(v.kind)) others += "; " + headline_name(v, r);
+  const std::string lead = first_part([&](const Check& c) { return c.headline_lead(r); });
+  std::string s = fmt::format("{}: {}, {} probes, {} precision, {:.2f} s{}){}\n", r.target, lead, r.probes,
                               r.precision, r.seconds, r.device == "cpu" ? "" : ", on " + r.device, others);
-  if (r.leak_horizon > 0 && r.effect_at_horizon) {
-    s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold(),
-                     *r.effect_at_horizon);
-    if (r.effect_beyond_horizon) s += fmt::format(", {:.3g} at {}", *r.effect_beyond_horizon, r.leak_horizon + 1);
-    s += ")";
-    if (r.decaying().value_or(false))
-      s += fmt::format(", decaying; a path reaches {}", *r.structural_horizon());
-    s += "\n";
-  }
-  if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
+  for (const auto& check : registered_checks()) s += check->lead_lines(r);
   s += fmt::format("  contract: lookahead {}, window {}: {}\n", r.lookahead, r.window ? std::to_string(*r.window) : "none",
                    r.violations.empty() ? "holds" : "VIOLATED");
   for (const auto& v : r.violations) s += fmt::format("  violation [{}]: {}\n", violation_kind_name(v.kind), v.evidence.text);
@@ -564,9 +556,9 @@ std::string summarize(const AuditResult& r) {
       const AuditResult& a = *o.audited;
       std::vector<ViolationKind> kinds;
       for (const auto& v : a.violations) kinds.push_back(v.kind);
-      s += fmt::format("    {:<24} {} (leak horizon {}, max effect {:.3g}, {}{})\n", name,
-                       a.verdict == Verdict::kLeaky ? "LEAKY" : "causal", a.leak_horizon, a.max_effect, a.precision,
-                       kinds.empty() ? "" : fmt::format(", violated: {}", kind_list(kinds)));
+      const std::string facts = first_part([&](const Check& c) { return c.output_facts(a); });
+      s += fmt::format("    {:<24} {} ({}, {}{})\n", name, a.verdict() == Verdict::kLeaky ? "LEAKY" : "causal", facts,
+                       a.precision, kinds.empty() ? "" : fmt::format(", violated: {}", kind_list(kinds)));
     }
   }
   return s;

@@ -3,12 +3,13 @@
 //
 // Method 1, perturb and compare (every model): for each cut c (1 <= c < L) the inputs after c
 // are replaced by fresh random draws and outputs at positions <= c are compared with the
-// unperturbed ones. Rows for many cuts share one forward pass. Eval mode compares rows of the
-// same pass (identical shapes, so position-wise arithmetic is bit-identical); train mode runs
-// paired passes with the RNG reset to the same state so dropout masks match row by row.
+// unperturbed ones. Rows for many cuts share one forward pass, compared with a base pass of the
+// same shape (the base sequences tiled: position-wise arithmetic is bit-identical); train mode
+// resets the RNG to the same state before every pass so dropout masks match row by row.
 // Lengths: L, L-1, L/2, L/4, ..., 2. Trials: independent base sequences. Order: lengths outer,
-// modes inner, each (mode, length) table decided (float32, then float64 where needed) before the
-// next, so the gate can stop once a table proves a leak (AuditOptions::stop_when_leaky).
+// modes inner; every float32 table first and the float64 re-runs after them, or, for the gate
+// (AuditOptions::stop_when_leaky), each table decided before the next so that it can stop once
+// a table proves a leak.
 //
 // Rounding versus leak: effects are measured relative to the output scale (max |y|). A causal
 // model built from masked/sliced arithmetic shows exactly 0. If float32 shows anything non-zero,
@@ -24,7 +25,8 @@
 // be exactly zero (float32, when method 1 saw exact zeros) or below the same threshold. In float64
 // the farthest exactly non-zero gradient is the structural horizon: where a path reaches.
 //
-// Beyond the time axis (one file each in audit/checks/), decided by the same float32-then-float64 rule:
+// Beyond the time axis (one file each in audit/checks/), decided in float64 where the model runs
+// there (a float32 screen first where one pass shape is compared with itself):
 //   batch independence (eval and train mode): rows of a pass are replaced while others are kept;
 //     a kept row that moves means rows mix (train-mode BatchNorm, a mean over the batch). The
 //     horizons of a coupled mode are then measured one row per pass, so batch mixing is named

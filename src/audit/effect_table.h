@@ -1,6 +1,8 @@
 #pragma once
 // The effect tables the probes fill (audit/audit_prober.h) and the checks judge: how much each
 // output moved when the inputs on one side of a cut were replaced.
+#include <c10/core/ScalarType.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -17,8 +19,12 @@ enum class Side { kFuture, kPast };
 struct EffectTable {
   int64_t L = 0;
   std::vector<double> effect;
-  // L x L cells, all zero.
-  static EffectTable zeros(int64_t L) { return EffectTable{L, std::vector<double>(static_cast<size_t>(L * L), 0.0)}; }
+  // The precision its cells were measured in.
+  at::ScalarType dtype = at::ScalarType::Undefined;
+  // L x L cells, all zero, of a table measured in `dtype`.
+  static EffectTable zeros(int64_t L, at::ScalarType dtype) {
+    return EffectTable{L, std::vector<double>(static_cast<size_t>(L * L), 0.0), dtype};
+  }
   double at(int64_t t, int64_t c) const { return effect[static_cast<size_t>(t * L + c)]; }
   double max() const { return effect.empty() ? 0.0 : *std::max_element(effect.begin(), effect.end()); }
   void raise(int64_t t, int64_t c, double v) {

@@ -91,13 +91,13 @@ class Checker {
   Checker(AuditTarget& t, const IncrementalOptions& o, const std::vector<Partition>& parts)
       : target_(t), opt_(o), parts_(parts) {}
 
-  // Every partition and the isolation runs in the target's current dtype.
-  Measured measure() {
+  // Every partition and the isolation, in the precision `in` holds.
+  Measured measure(const InPrecision& in) {
     at::NoGradGuard no_grad;
     target_.set_train(false);
     const int64_t B = opt_.batch, L = opt_.seq_len;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(probe_seed(opt_.seed, "incremental", L));
-    const at::Tensor x = random_inputs(target_.input(), target_.dtype(), B, L, gen);  // rows differ
+    const at::Tensor x = random_inputs(target_.input(), in.dtype(), B, L, gen);  // rows differ
     target_.snapshot_state(/*restore=*/false);  // the module as loaded: put back before every run
     struct Restore {
       AuditTarget& t;
@@ -110,7 +110,7 @@ class Checker {
     } restore{target_};
     record_forward(target_.dtype(), B, L);
     const at::Tensor y = flat(target_.forward(x), B, L, "forward");  // [B, L, K]
-    const double scale = std::max(y.abs().max().item<double>(), 1e-300);
+    const double scale = output_scale(y);
     auto steps = [&](const Partition& p) {
       auto run = target_.start_incremental(B);
       std::vector<at::Tensor> outs;
@@ -155,18 +155,16 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
   require_incremental(target);
   const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
-  struct Back {  // the target comes back in its own dtype and mode however this ends
+  struct Back {  // the target comes back in its mode however this ends (its dtype: the PrecisionSwitch)
     AuditTarget& t;
-    at::ScalarType d;
     bool training;
     ~Back() {
       try {
-        if (t.dtype() != d) convert_counted(t, d, nullptr);
         t.set_train(training);
       } catch (...) {
       }
     }
-  } back{target, own, was_training};
+  } back{target, was_training};
 
   CpuRngGuard rng;  // the gate runs this inside training: the global RNG comes back as it was
   IncrementalResult res;
@@ -180,22 +178,23 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
   PrecisionSwitch prec(target, prober, opt.seq_len);
   Measured decisive;
   if (own == at::kDouble) {
-    decisive = checker.measure();
+    decisive = checker.measure(prec.in_own());
     res.max_effect_own = decisive.max();
-    if (decisive.max() > 0) prec.to_float64();  // exact zeros decide by themselves; else the floor rule
-  } else if (prec.to_float64()) {
-    res.precision = "float64";
-    decisive = checker.measure();
-  } else {  // float64 unavailable: the own dtype against its measured float32 floor
-    decisive = checker.measure();
-    res.max_effect_own = decisive.max();
+    if (decisive.max() > 0) prec.establish();  // exact zeros decide by themselves; else the floor rule
+  } else {
+    const InPrecision in = prec.in_deciding();
+    decisive = checker.measure(in);
+    if (in.float64())
+      res.precision = "float64";
+    else  // float64 unavailable: the own dtype against its measured float32 floor
+      res.max_effect_own = decisive.max();
   }
   if (prec.floor()) {
     res.threshold = prec.threshold();
     res.precision_floor = prec.floor();
     res.notes = prec.notes();
   }
-  prec.to_own();
+  prec.restore_own();
   res.max_effect = decisive.max();
   const double thr = res.threshold;
   for (size_t i = 0; i < res.partitions.size(); ++i) {
@@ -276,7 +275,6 @@ void attach_incremental(const IncrementalResult& inc, AuditResult& r) {
     return;
   }
   r.violations.push_back({ViolationKind::kIncremental, 0, 0, inc.evidence});
-  r.verdict = Verdict::kLeaky;
 }
 
 }  // namespace grassaudit

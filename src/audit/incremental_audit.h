@@ -53,7 +53,7 @@ struct IncrementalResult {
   double first_effect = 0;
   double max_effect = 0;                // largest relative difference, decisive precision
   std::optional<double> max_effect_own;  // in the target's own dtype (nullopt: not run, float64 decided)
-  std::string precision;                // what decided: float32 (exact zeros, or no float64) | float64
+  std::string precision;                // what decided: float64, or the own dtype (a float64 target; no float64)
   double threshold = 0;
   bool isolation = true;
   double fresh_state_effect = 0;        // a second run from a fresh init_state vs the first

@@ -1,6 +1,7 @@
 #pragma once
-// Internal to src/audit: switching a target between its own dtype (the float32 screen) and
-// float64 (the decisive re-run of whatever moved). float64 counts as available only when the
+// Internal to src/audit: the precision an audit runs in, as a type. A target runs in its own
+// dtype (the float32 screen) or in float64 (the decisive re-run of whatever moved), and only
+// inside a scope (InPrecision) that the switch hands out. float64 counts as available only when the
 // conversion AND a forward pass in float64 both work: a traced third-party model may convert
 // its parameters and still fail when run (float32 constants baked into the trace; then a copy
 // with those constants promoted is tried). Either failure falls back to deciding in the own dtype.
@@ -25,12 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_prober.h"
-#include "audit/audit_target.h"
-#include "audit/audit_options.h"
+#include "audit/audit_cost.h"  // dtype_name
 #include "audit/audit_result.h"
 
 namespace grassaudit {
+
+class AuditTarget;
+class Prober;
 
 // Relative jitter step of the floor measurement: above an ulp of float32 (6e-8 .. 1.2e-7), so
 // the values a forward computes move by an ulp of float32 or more at every step and round
@@ -53,40 +55,86 @@ constexpr double kFloat32SizedFloor = 1e-11;  // a float64 floor above this is f
 // scale (a floor measured below it -- a model whose jitter rounds nothing -- counts as this).
 constexpr double kFloat64Unit = 2.220446049250313e-16;
 
-// "float64", "float32", or LibTorch's name of another dtype.
-std::string dtype_name(at::ScalarType t);
+class PrecisionSwitch;
 
+// The precision the target runs in while this lives: the guard PrecisionSwitch hands out (in_own,
+// in_deciding, in_decided) and the token every probe takes (the Prober's methods), so that each
+// probe states the precision it runs in and runs only there. When it ends, the target goes back
+// to the precision of the scope around it; with none around it, the target stays where it is
+// until the next scope asks (a conversion is a pass over all of the model's memory, so two
+// scopes in a row in float64 convert once, and the driver puts the model back at the end).
+class InPrecision {
+ public:
+  at::ScalarType dtype() const { return dtype_; }
+  bool float64() const { return dtype_ == at::kDouble; }
+  ~InPrecision();
+  InPrecision(const InPrecision&) = delete;
+  InPrecision& operator=(const InPrecision&) = delete;
+
+ private:
+  friend class PrecisionSwitch;
+  InPrecision(PrecisionSwitch& owner, at::ScalarType dtype);
+  PrecisionSwitch& owner_;
+  at::ScalarType dtype_;
+  const InPrecision* outer_;
+};
+
+// The one place that changes the target's dtype during an audit, and the step that settles which
+// precision decides (establish: whether float64 runs, and the model's rounding floor there).
 class PrecisionSwitch {
  public:
   // L: the length the float64 forward test and the floor measurement run at (the audit's main length).
   PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L);
-  at::ScalarType own() const { return own_; }
-  // The precision that decided the future tables (the future check records it): the checks that
-  // run in the decisive precision (Check::in_decisive_precision) are put there. own() until then.
-  void record_decisive(at::ScalarType dtype) { decisive_ = dtype; }
-  at::ScalarType decisive() const { return decisive_.value_or(own_); }
-  void to_own();
-  // Puts the target in float64; false (target left in its own dtype, note recorded) when
-  // float64 is unavailable. True at once for a float64 target. The first call measures the
-  // floor of the precision that will decide.
-  bool to_float64();
+  // Puts the target back in its own dtype however the audit ends.
+  ~PrecisionSwitch();
+  PrecisionSwitch(const PrecisionSwitch&) = delete;
+  PrecisionSwitch& operator=(const PrecisionSwitch&) = delete;
+
+  at::ScalarType own_dtype() const { return own_; }
+
+  // The target's own dtype: the float32 screen.
+  InPrecision in_own();
+  // The deciding precision: float64 where the target runs there, else its own dtype (established
+  // first, on the first call).
+  InPrecision in_deciding();
+  // The precision that decided the future tables (record_decided; the own dtype until then): the
+  // checks that compare with those tables (the gradient map, the structural pass) run there.
+  InPrecision in_decided();
+  void record_decided(at::ScalarType dtype) { decided_ = dtype; }
+
+  // The step that settles the deciding precision, once (its cost is "precision_floor"): float64
+  // counts as available when the conversion AND a forward in float64 both work (a traced model
+  // whose float32 constants break the float64 forward gets a copy with them promoted); then the
+  // model's rounding floor is measured in the precision that will decide. Every threshold comes
+  // from it. Leaves the target in the deciding precision (or the enclosing scope's, if one is open).
+  void establish();
+  bool established() const { return established_; }
+  // Whether float64 was found unavailable (established, and deciding in the own dtype).
   bool unavailable() const { return unavailable_; }
-  // The thresholds after a decision (to_float64 called), see the top: the comparisons across
-  // shapes (batch, length, incremental, property search) and the horizons.
+  // The thresholds of the deciding precision (established only; see the top): the comparisons
+  // across shapes (batch, length, incremental, property search) and the horizons.
   double threshold() const;
   double horizon_threshold() const;
-  // The measured floor (after the first to_float64), else nullopt.
+  // The measured floor (after establish), else nullopt.
   const std::optional<PrecisionFloor>& floor() const { return floor_; }
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // The target back in its own dtype (counted): the driver's last step, before the costs are taken.
+  void restore_own();
+
  private:
-  void measure_floor(bool float64);
+  friend class InPrecision;
+  // Puts the target in `dtype` (counted) unless it is there; false when the conversion failed.
+  bool convert(at::ScalarType dtype, std::string* why = nullptr);
+  bool try_float64(std::string* why);
+  void measure_floor(const InPrecision& in);
   AuditTarget& target_;
   Prober& prober_;
   int64_t L_;
   at::ScalarType own_;
-  std::optional<at::ScalarType> decisive_;
-  bool tested_ = false;
+  std::optional<at::ScalarType> decided_;
+  const InPrecision* active_ = nullptr;  // the innermost open scope
+  bool established_ = false;
   bool unavailable_ = false;
   std::optional<PrecisionFloor> floor_;
   std::vector<std::string> notes_;

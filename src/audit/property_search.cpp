@@ -53,8 +53,11 @@ struct Failure {
 
 class CaseChecker {
  public:
-  CaseChecker(AuditTarget& target, const AuditOptions& opt, double threshold, int64_t length_guard)
-      : target_(target), opt_(opt), in_(target.input()), threshold_(threshold), length_guard_(length_guard) {}
+  // Every case in the precision `in` holds.
+  CaseChecker(AuditTarget& target, const InPrecision& in, const AuditOptions& opt, double threshold,
+              int64_t length_guard)
+      : target_(target), dtype_(in.dtype()), opt_(opt), in_(target.input()), threshold_(threshold),
+        length_guard_(length_guard) {}
 
   // The first property the case breaks, if any.
   std::optional<Failure> check(const Case& c) {
@@ -63,7 +66,7 @@ class CaseChecker {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(c.seed);
     auto x = draw(c.batch, c.L, gen);                                   // [B, L(, C)]
     auto y = run(x, c);                                                 // [B, L, K]
-    const double scale = std::max(y.abs().max().item<double>(), 1e-300);
+    const double scale = output_scale(y);
     auto pos = at::arange(c.L, at::kLong).view({1, c.L});
     // Future: inputs from the cut on perturbed; outputs t < cut - K compared.
     if (auto f = compare(c, ViolationKind::kFuture, y, run(perturb(x, pos.ge(c.cut), c, gen), c), 0, c.cut - opt_.lookahead, scale))
@@ -89,7 +92,7 @@ class CaseChecker {
   }
 
  private:
-  at::Tensor draw(int64_t rows, int64_t L, at::Generator& gen) { return random_inputs(in_, target_.dtype(), rows, L, gen); }
+  at::Tensor draw(int64_t rows, int64_t L, at::Generator& gen) { return random_inputs(in_, dtype_, rows, L, gen); }
 
   // x with the positions where `where` [1, L] holds perturbed by the case's kind:
   // resample: fresh draws (for tokens a different token at every position, replacement_inputs);
@@ -123,7 +126,7 @@ class CaseChecker {
     try {
       // A batch of one runs as two identical rows (as_pair; row 0 kept), as the prober's
       // run_alone does: BatchNorm in train mode refuses a batch of one.
-      record_forward(target_.dtype(), std::max<int64_t>(2, x.size(0)), x.size(1));
+      record_forward(dtype_, std::max<int64_t>(2, x.size(0)), x.size(1));
       y = x.size(0) == 1 ? target_.forward(as_pair(x)).narrow(0, 0, 1) : target_.forward(x);
     } catch (const InputError& e) {
       throw InputError(fmt::format("the model failed at L={}, batch {}: {}", x.size(1), x.size(0),
@@ -152,6 +155,7 @@ class CaseChecker {
   }
 
   AuditTarget& target_;
+  at::ScalarType dtype_;
   const AuditOptions& opt_;
   InputSpec in_;
   double threshold_;
@@ -218,62 +222,66 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
   require_property_search();
   const GaPropertySearch runner = g_runner;
   CpuRngGuard rng;
-  const at::ScalarType own = target.dtype();
   const bool was_training = target.is_training();
   Prober prober(target, opt);
   PrecisionSwitch prec(target, prober, opt.seq_len);
-  const bool f64 = prec.to_float64();
-  const std::string precision = f64 ? "float64" : dtype_name(own);
-  CaseChecker checker(target, opt, prec.threshold(),  // above the model's measured floor
-                      std::max(opt.lookahead, r.leak_horizon));
-  std::vector<AuditMode> modes;
-  if (opt.eval_mode()) modes.push_back(AuditMode::kEval);
-  if (opt.train_mode()) modes.push_back(AuditMode::kTrain);
-  const int64_t max_batch = std::max<int64_t>(2, std::min<int64_t>(opt.batch, 8));
-
-  // What the callback keeps between cases: RapidCheck's shrinking ends on the minimal failing
-  // case, the last one that failed; an error stops the checks (every later case then "holds")
-  // and is raised once the runner returns, so no exception crosses the runner's C interface.
-  struct Search {
-    CaseChecker& checker;
-    const std::vector<AuditMode>& modes;
-    std::optional<Failure> last_failure;
-    std::exception_ptr error;
-  } search{checker, modes, std::nullopt, nullptr};
-  GaPropertyCheck check = [](void* ctx, const GaPropertyCase* g) -> int {
-    auto& s = *static_cast<Search*>(ctx);
-    if (s.error) return 1;
-    try {
-      Case c;
-      c.L = g->len;
-      c.cut = g->cut;
-      c.batch = g->batch;
-      c.perturbation = static_cast<Perturbation>(g->perturbation);
-      c.mode = s.modes.at(static_cast<size_t>(g->mode));
-      c.seed = g->seed;
-      auto f = s.checker.check(c);
-      if (f) s.last_failure = f;
-      return f ? 0 : 1;
-    } catch (...) {
-      s.error = std::current_exception();
-      return 1;
-    }
-  };
-  const GaPropertySpace space{opt.seed, static_cast<int32_t>(cases), opt.seq_len, max_batch, kPerturbations,
-                              static_cast<int32_t>(modes.size()), opt.min_seq_len};
+  std::string precision;
+  std::optional<Failure> last_failure;
+  std::exception_ptr error;
+  int outcome = 0;
   char runner_error[512] = {0};
-  const int outcome = runner(&space, check, &search, runner_error, sizeof runner_error);
-  std::optional<Failure> last_failure = search.last_failure;
-  std::exception_ptr error = search.error;
-  if (outcome == 1 && !error && last_failure) {
-    try {
-      last_failure = sweep_smaller(checker, *last_failure, opt.min_seq_len);
-    } catch (...) {
-      error = std::current_exception();
+  {
+    const InPrecision in = prec.in_deciding();  // every case in float64 where the target runs there
+    precision = dtype_name(in.dtype());
+    CaseChecker checker(target, in, opt, prec.threshold(),  // above the model's measured floor
+                        std::max(opt.lookahead, r.leak_horizon));
+    std::vector<AuditMode> modes;
+    if (opt.eval_mode()) modes.push_back(AuditMode::kEval);
+    if (opt.train_mode()) modes.push_back(AuditMode::kTrain);
+    const int64_t max_batch = std::max<int64_t>(2, std::min<int64_t>(opt.batch, 8));
+
+    // What the callback keeps between cases: RapidCheck's shrinking ends on the minimal failing
+    // case, the last one that failed; an error stops the checks (every later case then "holds")
+    // and is raised once the runner returns, so no exception crosses the runner's C interface.
+    struct Search {
+      CaseChecker& checker;
+      const std::vector<AuditMode>& modes;
+      std::optional<Failure> last_failure;
+      std::exception_ptr error;
+    } search{checker, modes, std::nullopt, nullptr};
+    GaPropertyCheck check = [](void* ctx, const GaPropertyCase* g) -> int {
+      auto& s = *static_cast<Search*>(ctx);
+      if (s.error) return 1;
+      try {
+        Case c;
+        c.L = g->len;
+        c.cut = g->cut;
+        c.batch = g->batch;
+        c.perturbation = static_cast<Perturbation>(g->perturbation);
+        c.mode = s.modes.at(static_cast<size_t>(g->mode));
+        c.seed = g->seed;
+        auto f = s.checker.check(c);
+        if (f) s.last_failure = f;
+        return f ? 0 : 1;
+      } catch (...) {
+        s.error = std::current_exception();
+        return 1;
+      }
+    };
+    const GaPropertySpace space{opt.seed, static_cast<int32_t>(cases), opt.seq_len, max_batch, kPerturbations,
+                                static_cast<int32_t>(modes.size()), opt.min_seq_len};
+    outcome = runner(&space, check, &search, runner_error, sizeof runner_error);
+    last_failure = search.last_failure;
+    error = search.error;
+    if (outcome == 1 && !error && last_failure) {
+      try {
+        last_failure = sweep_smaller(checker, *last_failure, opt.min_seq_len);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
   }
-  if (target.dtype() != own) record_conversion();
-  target.to_dtype(own, nullptr);
+  prec.restore_own();
   target.set_train(was_training);
   // A case the model cannot run (a drawn length or batch size it refuses, NaN outputs) ends the
   // search with a note; the audit's answer stands. Anything not a std::exception (the Python
@@ -324,7 +332,6 @@ void run_property_search(AuditTarget& target, const AuditOptions& opt, int64_t c
     }
     r.violations.push_back(v);
   }
-  r.verdict = Verdict::kLeaky;
 }
 
 }  // namespace grassaudit

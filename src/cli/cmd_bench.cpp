@@ -295,7 +295,7 @@ Timings run_models(const po::variables_map& vm, const std::vector<std::string>& 
       audits[k] = gate.audit(lm);
       std::cerr << fmt::format("{:>26s}  gate audit: {} in {:.1f} s ({} probes, {})\n",
                                o.preset + ":" + lm->config().mixer,
-                               verdict_name(audits[k].verdict), audits[k].seconds, audits[k].probes, audits[k].precision);
+                               verdict_name(audits[k].verdict()), audits[k].seconds, audits[k].probes, audits[k].precision);
     };
   }
   print_runtime_banner();
@@ -308,7 +308,7 @@ Timings run_models(const po::variables_map& vm, const std::vector<std::string>& 
       const auto& t = out.results[k];
       const auto& a = audits[k];
       const double unit = static_cast<double>(a.unit_rows * a.unit_len);
-      out.audit_costs[k] = {a.seconds, epoch_tokens / t.tokens_per_second, verdict_name(a.verdict), a.probes,
+      out.audit_costs[k] = {a.seconds, epoch_tokens / t.tokens_per_second, verdict_name(a.verdict()), a.probes,
                         a.precision, unit > 0 ? a.forwards.total().tokens / unit : 0.0};
     }
   return out;

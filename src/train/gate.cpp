@@ -167,7 +167,7 @@ void put_ppl(nlohmann::json& j, const std::string& key, double ppl, bool leaky) 
 }
 
 SummaryAudit summary_audit(const AuditResult& a) {
-  return SummaryAudit{verdict_name(a.verdict), a.leak_horizon, a.max_effect, a.weights_sha256};
+  return SummaryAudit{verdict_name(a.verdict()), a.leak_horizon, a.max_effect, a.weights_sha256};
 }
 
 nlohmann::json audit_brief(const AuditResult& a) { return to_json(summary_audit(a)); }

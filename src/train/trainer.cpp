@@ -201,7 +201,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 // The gate's verdict beside every perplexity in metrics.jsonl.
 void put_audit_fields(json& line, const AuditResult& a) {
-  line["audit_verdict"] = verdict_name(a.verdict);
+  line["audit_verdict"] = verdict_name(a.verdict());
   line["leak_horizon"] = a.leak_horizon;
   line["weights_sha256"] = a.weights_sha256;
 }

@@ -46,23 +46,23 @@ TEST(AuditSchedule, LengthsAreDocumented) {
 
 TEST(AuditBuiltin, PastAndAttentionCausalFutureLeaksWithPredictedHorizon) {
   auto past = audit(tiny("past", {1, 2, 4}, "per-layer", 3), 24);
-  EXPECT_EQ(past.verdict, Verdict::kCausal);
+  EXPECT_EQ(past.verdict(), Verdict::kCausal);
   EXPECT_EQ(past.leak_horizon, 0);
   EXPECT_FALSE(past.rounding_only);
   EXPECT_FALSE(past.vacuous);
   EXPECT_TRUE(past.gradient.ran && past.gradient.agrees);
 
   auto attn = audit(tiny("attention", {1, 2, 4}, "per-layer", 3), 24);
-  EXPECT_EQ(attn.verdict, Verdict::kCausal);
+  EXPECT_EQ(attn.verdict(), Verdict::kCausal);
   EXPECT_EQ(attn.max_effect, 0.0);  // masked softmax: exactly zero, not merely small
   EXPECT_TRUE(attn.gradient.agrees);
 
   auto fut = audit(tiny("future", {1, 2, 4}, "per-layer", 3), 24);
-  EXPECT_EQ(fut.verdict, Verdict::kLeaky);
+  EXPECT_EQ(fut.verdict(), Verdict::kLeaky);
   EXPECT_EQ(fut.leak_horizon, 7);  // 1 + 2 + 4
   ASSERT_TRUE(fut.first_leaking_cut.has_value());
   EXPECT_EQ(*fut.first_leaking_cut, 1);
-  EXPECT_EQ(fut.gradient.verdict, Verdict::kLeaky);
+  EXPECT_EQ(fut.gradient.verdict(), Verdict::kLeaky);
   EXPECT_EQ(fut.gradient.leak_horizon, 7);
   EXPECT_TRUE(fut.gradient.agrees);
   // Leak map: y_0 depends on x_1 (D = 1) and nothing beyond D = 7.
@@ -78,7 +78,7 @@ TEST(AuditBuiltin, LogitsAndHiddenGiveTheSameVerdict) {
     auto c = tiny(m, {1, 2}, "per-layer", 2);
     auto h = audit(c, 12, "hidden");
     auto l = audit(c, 12, "logits");
-    EXPECT_EQ(h.verdict, l.verdict) << m;
+    EXPECT_EQ(h.verdict(), l.verdict()) << m;
     EXPECT_EQ(h.leak_horizon, l.leak_horizon) << m;
   }
 }
@@ -154,7 +154,7 @@ TEST(AuditBuiltin, AFutureMixerSwitchedOffByZeroWeightsIsStructurallyLeaky) {
   EXPECT_TRUE(r.structural->ran) << r.structural->not_run << r.structural->skipped;
   EXPECT_EQ(r.structural->leak_horizon, 7);  // 1 + 2 + 4, as the random-initialised model
   EXPECT_FALSE(r.structural->tensors.empty());
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   ASSERT_FALSE(r.violations.empty());
   EXPECT_EQ(r.violations.back().kind, ViolationKind::kStructural);
   // The zeros are back, bit for bit.
@@ -174,5 +174,5 @@ TEST(AuditBuiltin, AFutureMixerSwitchedOffByZeroWeightsIsStructurallyLeaky) {
   const auto rp = run_causality_audit(past_target, o);
   ASSERT_TRUE(rp.structural && rp.structural->ran);
   EXPECT_EQ(rp.structural->leak_horizon, 0);
-  EXPECT_EQ(rp.verdict, Verdict::kCausal);
+  EXPECT_EQ(rp.verdict(), Verdict::kCausal);
 }

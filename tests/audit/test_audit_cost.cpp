@@ -13,6 +13,7 @@
 #include "audit/audit_prober.h"
 #include "audit/causality_audit.h"
 #include "audit/direction_draws.h"
+#include "audit/precision_switch.h"
 #include "audit/dtype_twins.h"
 #include "formats/builtin/builtin_target.h"
 #include "function_target.h"
@@ -147,7 +148,7 @@ TEST(AuditCost, TheJsonAndSummarySayWhatTheAuditRan) {
   const AuditResult screened = run_causality_audit(t, o);
   o.screen = false;
   const AuditResult every_row = run_causality_audit(t, o);
-  EXPECT_EQ(screened.verdict, every_row.verdict);
+  EXPECT_EQ(screened.verdict(), every_row.verdict());
   EXPECT_EQ(screened.leak_map(), every_row.leak_map());
   const auto js = to_json(screened), je = to_json(every_row);
   const auto& f = js["forwards"];
@@ -185,17 +186,19 @@ TEST(AuditCost, ATableProbedInPartsIsTheWholeTableRowForRow) {
   });
   const AuditOptions o = grassaudit::testing::audit_options(40, 3);
   Prober prober(t, o);
+  PrecisionSwitch prec(t, prober, 40);
+  const InPrecision own = prec.in_own();
   Pass pass;
-  const EffectTable whole = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast);
+  const EffectTable whole = prober.rerun_cuts(own, AuditMode::kEval, 40, {}, pass, Side::kPast);
   const int64_t whole_calls = calls;
   calls = 0;
   Prober::TableParts parts;
   const auto first_part = [](const EffectTable&, int64_t next_cut) { return next_cut > 1; };
-  const EffectTable first = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast, first_part, &parts);
+  const EffectTable first = prober.rerun_cuts(own, AuditMode::kEval, 40, {}, pass, Side::kPast, first_part, &parts);
   EXPECT_GT(parts.next_cut, 1);
   EXPECT_LT(parts.next_cut, 40);
   EXPECT_NE(first.effect, whole.effect);  // the first part alone is not the table
-  const EffectTable merged = prober.rerun_cuts(AuditMode::kEval, 40, {}, pass, Side::kPast, {}, &parts);
+  const EffectTable merged = prober.rerun_cuts(own, AuditMode::kEval, 40, {}, pass, Side::kPast, {}, &parts);
   EXPECT_EQ(parts.next_cut, 40);
   EXPECT_EQ(merged.effect, whole.effect);  // bit for bit
   EXPECT_EQ(calls, whole_calls);           // one base pass for both parts
@@ -320,15 +323,21 @@ TEST(AuditCost, TheFloorJittersOnlyTheTokenRowsAForwardReadsAndGetsTheSameBits) 
   const AuditOptions o = grassaudit::testing::audit_options(16, 2);
   std::vector<at::Tensor> before;
   for (const auto& p : lm->parameters()) before.push_back(p.detach().clone());
-  ASSERT_TRUE(rows_t.to_dtype(at::kDouble, nullptr));
-  Prober rows_p(rows_t, o);
-  const Prober::Floor by_rows = rows_p.precision_floor(16, 2e-7, 8);
-  ASSERT_TRUE(rows_t.to_dtype(at::kFloat, nullptr));
+  // Each measured as a float64 target's own precision (a switch made after the conversion).
+  const auto floor_in_float64 = [](AuditTarget& t, const AuditOptions& opt) {
+    EXPECT_TRUE(t.to_dtype(at::kDouble, nullptr));
+    Prober p(t, opt);
+    Prober::Floor f;
+    {
+      PrecisionSwitch prec(t, p, 16);
+      f = p.precision_floor(prec.in_own(), 16, 2e-7, 8);
+    }
+    EXPECT_TRUE(t.to_dtype(at::kFloat, nullptr));
+    return f;
+  };
+  const Prober::Floor by_rows = floor_in_float64(rows_t, o);
   Whole whole_t(lm);
-  ASSERT_TRUE(whole_t.to_dtype(at::kDouble, nullptr));
-  Prober whole_p(whole_t, o);
-  const Prober::Floor whole = whole_p.precision_floor(16, 2e-7, 8);
-  ASSERT_TRUE(whole_t.to_dtype(at::kFloat, nullptr));
+  const Prober::Floor whole = floor_in_float64(whole_t, o);
   ASSERT_TRUE(by_rows.measurable);
   EXPECT_EQ(by_rows.value, whole.value);  // bit for bit
   EXPECT_EQ(by_rows.tensors, whole.tensors);

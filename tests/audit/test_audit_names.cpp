@@ -37,23 +37,23 @@ TEST(AuditNames, VerdictKindAndModeNamesAreTheRecordedStrings) {
 TEST(AuditNames, AnAuditedResultCarriesTheDecidedVerdict) {
   FunctionTarget leaky("next-position", 2, [](const at::Tensor& x, bool) { return next_position(x); });
   auto r = run_causality_audit(leaky, opts(8));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(to_json(r)["verdict"], "leaky");
   EXPECT_TRUE(r.leaky());
   ASSERT_TRUE(r.gradient.ran);
-  EXPECT_EQ(r.gradient.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.gradient.verdict(), Verdict::kLeaky);
 
   FunctionTarget causal("identity", 2, [](const at::Tensor& x, bool) { return x * 2.0; });
   auto c = run_causality_audit(causal, opts(8));
-  EXPECT_EQ(c.verdict, Verdict::kCausal);
+  EXPECT_EQ(c.verdict(), Verdict::kCausal);
   EXPECT_EQ(to_json(c)["verdict"], "causal");
   EXPECT_FALSE(c.leaky());
-  EXPECT_EQ(c.gradient.verdict, Verdict::kCausal);
+  EXPECT_EQ(c.gradient.verdict(), Verdict::kCausal);
 }
 
 TEST(AuditNames, AResultNotYetAuditedReadsAsCausal) {
   AuditResult none;
-  EXPECT_EQ(none.verdict, Verdict::kCausal);
+  EXPECT_EQ(none.verdict(), Verdict::kCausal);
   EXPECT_FALSE(none.leaky());
 }
 

@@ -57,7 +57,7 @@ TEST(AuditContracts, TrainBatchStatisticsAreBatchCouplingNotAFutureLeak) {
   EXPECT_TRUE(*r.batch_coupled);
   EXPECT_EQ(r.batch_evidence.mode, "train");
   EXPECT_EQ(kinds(r), std::vector<std::string>{"batch"});
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
 }
 
 TEST(AuditContracts, BatchIndependentModelIsNotCoupled) {
@@ -99,7 +99,7 @@ TEST(AuditContracts, AFutureLeakIsNotAlsoReportedAsLengthDependence) {
   o.lookahead = 1;
   auto within = run_causality_audit(t, o);
   EXPECT_TRUE(within.violations.empty());
-  EXPECT_EQ(within.verdict, Verdict::kCausal);
+  EXPECT_EQ(within.verdict(), Verdict::kCausal);
   EXPECT_EQ(within.leak_horizon, 1);
 }
 
@@ -114,7 +114,7 @@ TEST(AuditContracts, Float64ForwardFailureFallsBackToFloat32WithANote) {
     return (total - suffix + x) / n;
   });
   auto r = run_causality_audit(t, small(16));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_EQ(r.precision, "float32");
   ASSERT_FALSE(r.notes.empty());
   EXPECT_NE(r.notes.front().find("forward failed in float64"), std::string::npos) << r.notes.front();

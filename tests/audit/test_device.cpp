@@ -43,7 +43,7 @@ TEST(AuditDevice, PlacedOnTheCpuAuditsAsWithoutIt) {
   place_on_device(placed, "cpu");
   const AuditResult a = run_causality_audit(plain, o), b = run_causality_audit(placed, o);
   EXPECT_EQ(b.device, "cpu");
-  EXPECT_EQ(a.verdict, b.verdict);
+  EXPECT_EQ(a.verdict(), b.verdict());
   EXPECT_EQ(a.leak_horizon, b.leak_horizon);
   EXPECT_EQ(a.leak_map(), b.leak_map());
   EXPECT_EQ(a.max_effect, b.max_effect);

@@ -243,7 +243,7 @@ TEST(ExportFiles, DeclaredSequenceRangesAreWhereTheAuditRuns) {
   o.property_cases = 40;
   AuditResult r = run_output_audits(t, o);
   run_model_checks(t, o, std::nullopt, r);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{16, 15, 8, 4}));
   EXPECT_EQ(to_json(r)["lengths_probed"]["lengths"], nlohmann::json({16, 15, 8, 4}));
   ASSERT_TRUE(r.counterexample.has_value()) << "a top-4 over the sequence reads the future at every length";

@@ -41,7 +41,7 @@ at::Tensor nan_below_9(const at::Tensor& x, bool) {
 TEST(LengthsSkipped, ALengthWhereTheModelRaisesIsSkippedWithItsReason) {
   FunctionTarget target("topk-4", 4, topk_like);
   const AuditResult r = run_causality_audit(target, audit_options(16, 4));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{16, 15, 8, 4}));
   ASSERT_EQ(r.lengths_skipped.size(), 1u);
   EXPECT_EQ(r.lengths_skipped[0].length, 2);
@@ -58,7 +58,7 @@ TEST(LengthsSkipped, ALengthWhereTheModelRaisesIsSkippedWithItsReason) {
 TEST(LengthsSkipped, NaNAtSomeLengthsIsSkippedAndNamedAsAFinding) {
   FunctionTarget target("nan-below-9", 4, nan_below_9);
   const AuditResult r = run_causality_audit(target, audit_options(16, 4));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{16, 15}));
   std::vector<int64_t> skipped;

@@ -105,10 +105,10 @@ RC_GTEST_PROP(MaskProperties, AuditAgreesWithTheMaskDefinition, ()) {
   o.trials = 1;
   o.seq_lens = {L};
   auto r = run_causality_audit(block, o);
-  RC_ASSERT(r.verdict == Verdict::kLeaky);
+  RC_ASSERT(r.verdict() == Verdict::kLeaky);
   RC_ASSERT(r.leak_horizon == std::min(chunk, L) - 1);
   FunctionTarget window("window", 2, [&](const at::Tensor& x, bool) { return masked_mix(x, sliding_window_causal_mask(x.size(1), chunk)); });
-  RC_ASSERT(run_causality_audit(window, o).verdict == Verdict::kCausal);
+  RC_ASSERT(run_causality_audit(window, o).verdict() == Verdict::kCausal);
 }
 
 RC_GTEST_PROP(MixerProperties, PastAndAttentionPassFutureLeaksWithPredictedHorizon, ()) {
@@ -135,14 +135,14 @@ RC_GTEST_PROP(MixerProperties, PastAndAttentionPassFutureLeaksWithPredictedHoriz
 
   c.mixer = "past";
   auto past = audit_lm(c, L, seed);
-  RC_ASSERT(past.verdict == Verdict::kCausal);
+  RC_ASSERT(past.verdict() == Verdict::kCausal);
   c.mixer = "attention";
-  RC_ASSERT(audit_lm(c, L, seed).verdict == Verdict::kCausal);
+  RC_ASSERT(audit_lm(c, L, seed).verdict() == Verdict::kCausal);
   c.mixer = "future";
   auto fut = audit_lm(c, L, seed);
   const int64_t expected = predicted_future_horizon(c, L);
   RC_ASSERT(fut.leak_horizon == expected);
-  RC_ASSERT(fut.verdict == (expected > 0 ? Verdict::kLeaky : Verdict::kCausal));
+  RC_ASSERT(fut.verdict() == (expected > 0 ? Verdict::kLeaky : Verdict::kCausal));
   RC_ASSERT(fut.gradient.agrees);
 }
 
@@ -157,7 +157,7 @@ TEST(PropertyCanFail, BrokenMaskIsCaughtAndShrunk) {
     o.trials = 1;
     o.seq_lens = {L};
     o.mode = "eval";
-    bool causal = run_causality_audit(t, o).verdict == Verdict::kCausal;
+    bool causal = run_causality_audit(t, o).verdict() == Verdict::kCausal;
     if (!causal) smallest_failing = std::min(smallest_failing, L);
     return causal;
   };
@@ -188,10 +188,10 @@ TEST(AuditKnownLimits, RankTwoFutureDependenceIsASign) {
   AuditOptions o;
   o.seq_len = 16;
   auto r = run_causality_audit(target, o);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   // ... which is why the gradient method is a second opinion, not the judge: here it sees a
   // zero derivative and disagrees, and the result says so.
-  EXPECT_EQ(r.gradient.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.gradient.verdict(), Verdict::kCausal);
   EXPECT_FALSE(r.gradient.agrees);
 }

@@ -42,7 +42,7 @@ TEST(PropertySearch, LeakIsFoundAndShrunkToTheSmallestCase) {
   EXPECT_EQ(r.counterexample->seq_len, 3);
   EXPECT_EQ(r.counterexample->cut, 1);  // inputs from 1 on replaced: y_0 moves
   EXPECT_EQ(r.counterexample->positions.front(), 0);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
 }
 
 TEST(PropertySearch, CausalModelPassesEveryCase) {
@@ -52,7 +52,7 @@ TEST(PropertySearch, CausalModelPassesEveryCase) {
   run_property_search(t, o, 30, r);
   EXPECT_FALSE(r.counterexample.has_value());
   EXPECT_TRUE(has_note_starting(r, "property search: 30 cases passed"));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
 }
 
 TEST(PropertySearch, ACaseTheModelCannotRunEndsTheSearchNotTheAudit) {
@@ -64,13 +64,13 @@ TEST(PropertySearch, ACaseTheModelCannotRunEndsTheSearchNotTheAudit) {
   });
   const AuditOptions o = options();
   AuditResult r = run_causality_audit(t, o);
-  ASSERT_EQ(r.verdict, Verdict::kCausal);
+  ASSERT_EQ(r.verdict(), Verdict::kCausal);
   ASSERT_NO_THROW(run_property_search(t, o, 60, r));
   EXPECT_TRUE(has_note_starting(r, "property search stopped early: the model failed at L="))
       << ::testing::PrintToString(r.notes);
   EXPECT_FALSE(has_note_starting(r, "property search: 60 cases passed"));
   EXPECT_FALSE(r.counterexample.has_value());
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
 }
 
 TEST(PropertySearch, WithoutARunnerItIsRefusedBeforeAnyProbe) {

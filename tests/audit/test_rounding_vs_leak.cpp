@@ -37,7 +37,7 @@ at::Tensor shift_left(const at::Tensor& x, int64_t D) {  // out_t = x_{t+D} (0 p
 TEST(RoundingVsLeak, FftCausalConvolutionIsCausalWithARoundingNote) {
   FunctionTarget t("fft-2L", 3, [](const at::Tensor& x, bool) { return fft_causal_conv(x); });
   auto r = run_causality_audit(t, opts(48));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_TRUE(r.rounding_only);
   EXPECT_GT(r.max_effect_float32, 0.0);       // float32 does see cross-talk ...
   EXPECT_LT(r.max_effect, kLeakThreshold64);  // ... that vanishes in float64
@@ -50,7 +50,7 @@ TEST(RoundingVsLeak, FftCausalConvolutionIsCausalWithARoundingNote) {
 TEST(RoundingVsLeak, CircularFftIsLeaky) {
   FunctionTarget t("fft-L", 3, [](const at::Tensor& x, bool) { return fft_circular_conv(x); });
   auto r = run_causality_audit(t, opts(32));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 31);
 }
 
@@ -59,11 +59,11 @@ TEST(RoundingVsLeak, DependenceOfOneMillionthIsLeaky) {
   // rounding of many models, far above float64 rounding.
   FunctionTarget t("tiny", 2, [](const at::Tensor& x, bool) { return x + 1e-6 * shift_left(x, 1); });
   auto r = run_causality_audit(t, opts(32));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   EXPECT_FALSE(r.rounding_only);
   EXPECT_GT(r.max_effect, 1e-7);
-  EXPECT_EQ(r.gradient.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.gradient.verdict(), Verdict::kLeaky);
 }
 
 TEST(RoundingVsLeak, ReductionOverThePrefixIsCausal) {
@@ -73,14 +73,14 @@ TEST(RoundingVsLeak, ReductionOverThePrefixIsCausal) {
     return x.cumsum(1) / n;
   });
   auto r = run_causality_audit(t, opts(40));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
 }
 
 TEST(RoundingVsLeak, WithoutFloat64TheAuditSaysItsSensitivity) {
   FunctionTarget t("no-f64", 2, [](const at::Tensor& x, bool) { return x + 1e-2 * shift_left(x, 2); },
                    /*allow_double=*/false);
   auto r = run_causality_audit(t, opts(16));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 2);
   EXPECT_EQ(r.precision, "float32");
   ASSERT_FALSE(r.notes.empty());
@@ -92,14 +92,14 @@ TEST(AuditModes, LeakOnlyInTrainModeIsLeaky) {
     return training ? x + 0.5 * shift_left(x, 3) : x * 1.0;
   });
   auto r = run_causality_audit(t, opts(16));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 3);
   ASSERT_EQ(r.mode_horizons.size(), 2u);
   EXPECT_EQ(r.mode_horizons[0], std::make_pair(std::string("eval"), int64_t{0}));
   EXPECT_EQ(r.mode_horizons[1], std::make_pair(std::string("train"), int64_t{3}));
   auto eval_only = opts(16);
   eval_only.mode = "eval";
-  EXPECT_EQ(run_causality_audit(t, eval_only).verdict, Verdict::kCausal);
+  EXPECT_EQ(run_causality_audit(t, eval_only).verdict(), Verdict::kCausal);
 }
 
 TEST(AuditModes, DropoutAloneIsNotALeak) {
@@ -109,7 +109,7 @@ TEST(AuditModes, DropoutAloneIsNotALeak) {
     return training ? at::dropout(y, 0.3, true) : y;
   });
   auto r = run_causality_audit(t, opts(16));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_EQ(r.max_effect, 0.0);
 }
 
@@ -118,10 +118,10 @@ TEST(AuditModes, LeakOnlyForLongSequencesIsFound) {
     return x.size(1) > 20 ? x + 0.1 * shift_left(x, 5) : x.cumsum(1);
   });
   auto r = run_causality_audit(t, opts(24));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 5);
   auto short_only = run_causality_audit(t, opts(20));
-  EXPECT_EQ(short_only.verdict, Verdict::kCausal);
+  EXPECT_EQ(short_only.verdict(), Verdict::kCausal);
 }
 
 TEST(AuditModes, LeakOnlyAtAnOddLengthIsFoundByTheSchedule) {
@@ -130,14 +130,14 @@ TEST(AuditModes, LeakOnlyAtAnOddLengthIsFoundByTheSchedule) {
     return x.size(1) % 2 == 1 ? x + 0.1 * shift_left(x, 1) : x * 1.0;
   });
   auto r = run_causality_audit(t, opts(32));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   ASSERT_TRUE(r.first_leaking_cut.has_value());
 }
 
 TEST(AuditVacuity, PositionWiseModelIsFlaggedVacuous) {
   FunctionTarget t("pointwise", 2, [](const at::Tensor& x, bool) { return at::tanh(x); });
   auto r = run_causality_audit(t, opts(12));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_TRUE(r.vacuous);
   FunctionTarget u("cumsum", 2, [](const at::Tensor& x, bool) { return x.cumsum(1); });
   EXPECT_FALSE(run_causality_audit(u, opts(12)).vacuous);
@@ -161,7 +161,7 @@ TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
   AuditOptions o = opts(32);
   o.stop_when_leaky = true;
   auto r = run_causality_audit(leaky, o);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 3);
   EXPECT_TRUE(r.stopped_early);
   EXPECT_EQ(r.seq_lens, (std::vector<int64_t>{32}));
@@ -181,7 +181,7 @@ TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
     return x.size(1) % 2 == 1 ? x + 0.1 * shift_left(x, 1) : x * 1.0;
   });
   auto g = run_causality_audit(odd, o);
-  EXPECT_EQ(g.verdict, Verdict::kLeaky);
+  EXPECT_EQ(g.verdict(), Verdict::kLeaky);
   EXPECT_TRUE(g.stopped_early);
   EXPECT_EQ(g.seq_lens, (std::vector<int64_t>{32, 31}));
   EXPECT_EQ(g.length_horizons, (std::vector<std::pair<int64_t, int64_t>>{{32, 0}, {31, 1}}));
@@ -191,14 +191,14 @@ TEST(AuditGateSchedule, StopsAfterTheFirstLengthThatProvesALeak) {
     return train ? x + 0.1 * shift_left(x, 2) : x * 1.0;
   });
   auto tr = run_causality_audit(train_only, o);
-  EXPECT_EQ(tr.verdict, Verdict::kLeaky);
+  EXPECT_EQ(tr.verdict(), Verdict::kLeaky);
   EXPECT_EQ(tr.leak_horizon, 2);
   EXPECT_EQ(tr.modes, (std::vector<std::string>{"eval", "train"}));
   EXPECT_EQ(tr.seq_lens, (std::vector<int64_t>{32}));
 
   FunctionTarget causal("prefix-sum", 1, [](const at::Tensor& x, bool) { return x.cumsum(1); });
   auto c = run_causality_audit(causal, o);
-  EXPECT_EQ(c.verdict, Verdict::kCausal);
+  EXPECT_EQ(c.verdict(), Verdict::kCausal);
   EXPECT_FALSE(c.stopped_early);
   EXPECT_EQ(c.seq_lens, audit_length_schedule(32));
 }
@@ -226,7 +226,7 @@ TEST(PrecisionFloor, TrueFloat64ModelDecidesHorizonsAgainstItsMeasuredFloor) {
   EXPECT_LT(r.threshold(), 1e-12);  // 100 x the floor: far below the 1e-9 kept where no floor is measured
   EXPECT_DOUBLE_EQ(r.precision_floor->horizon_threshold, r.threshold());
   EXPECT_DOUBLE_EQ(r.precision_floor->threshold, kLeakThreshold64);  // batch, length, incremental
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);  // 1e-6 of the output scale is still a leak
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);  // 1e-6 of the output scale is still a leak
 }
 
 TEST(PrecisionFloor, Float32IslandIsMeasuredAndNotReadAsLengthDependence) {
@@ -237,7 +237,7 @@ TEST(PrecisionFloor, Float32IslandIsMeasuredAndNotReadAsLengthDependence) {
   EXPECT_GT(r.precision_floor->value, 1e-10);
   EXPECT_LT(r.precision_floor->value, 1e-6);
   EXPECT_GE(r.threshold(), 100 * r.precision_floor->value);
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   EXPECT_EQ(r.length_dependent, std::optional<bool>(false));
   bool said = false;
   for (const auto& n : r.notes) said = said || n.find("float32-sized") != std::string::npos;
@@ -248,7 +248,7 @@ TEST(PrecisionFloor, LeakAboveTheIslandFloorIsStillALeak) {
   FunctionTarget t("f32-island-leak", 3,
                    [](const at::Tensor& x, bool) { return x + float32_running_mean(x) + 1e-3 * shift_left(x, 2); });
   auto r = run_causality_audit(t, opts(32));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 2);
 }
 
@@ -262,6 +262,6 @@ TEST(PrecisionFloor, Float32FallbackDecidesAgainstItsMeasuredFloorNotAFixedOneTe
   EXPECT_EQ(r.precision_floor->precision, "float32");
   EXPECT_LT(r.threshold(), 3e-5);
   EXPECT_GE(r.threshold(), 1e-6);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 3);
 }

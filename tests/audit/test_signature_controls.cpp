@@ -34,11 +34,11 @@ TEST(SignatureControls, ASmallLeakyLeafIsTheWorstAndLeavesWithoutTimeAreSkipped)
   {
     TorchScriptTarget t(kDir + "signature/tuple_output_leaky_aux.pt", {InputBinding::parse("tokens:64")});
     auto r = run_output_audits(t, o);
-    EXPECT_EQ(r.verdict, Verdict::kLeaky);
+    EXPECT_EQ(r.verdict(), Verdict::kLeaky);
     EXPECT_EQ(r.worst_output, "[1]");
     ASSERT_EQ(r.outputs.size(), 2u);
     ASSERT_TRUE(r.outputs[0].audited && r.outputs[1].audited);
-    EXPECT_EQ(r.outputs[0].audited->verdict, Verdict::kCausal);
+    EXPECT_EQ(r.outputs[0].audited->verdict(), Verdict::kCausal);
     EXPECT_EQ(r.outputs[1].audited->leak_horizon, 1);
   }
   {
@@ -60,7 +60,7 @@ TEST(SignatureControls, StateIsRestoredOrRefusedAndNoiseIsRefused) {
   o.trials = 1;
   {
     TorchScriptTarget t(kDir + "signature/unused_call_counter.pt", {InputBinding::parse("tokens:64")});
-    EXPECT_EQ(run_output_audits(t, o).verdict, Verdict::kCausal);
+    EXPECT_EQ(run_output_audits(t, o).verdict(), Verdict::kCausal);
     t.snapshot_state(false);
     t.set_train(false);
     auto gen = at::make_generator<at::CPUGeneratorImpl>(1);

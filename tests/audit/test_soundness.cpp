@@ -76,7 +76,7 @@ class FailingGradientTarget : public FunctionTarget {
 TEST(SecondaryChecks, GradientMethodPutsStateBackOnlyAfterItsBackward) {
   RestoringTarget t;
   auto r = run_causality_audit(t, soundness_options(16));
-  EXPECT_EQ(r.verdict, Verdict::kCausal);
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
   ASSERT_TRUE(r.gradient.ran) << r.gradient.not_run;
   EXPECT_TRUE(r.gradient.agrees);
   EXPECT_EQ(r.gradient.mode, "eval");
@@ -86,7 +86,7 @@ TEST(SecondaryChecks, AGradientMethodThatCannotRunIsReportedAndThePerturbationVe
   FailingGradientTarget t;
   AuditResult r;
   ASSERT_NO_THROW(r = run_causality_audit(t, soundness_options(16)));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 2);
   EXPECT_FALSE(r.gradient.ran);
   EXPECT_NE(r.gradient.not_run.find("modified by an inplace operation"), std::string::npos) << r.gradient.not_run;
@@ -120,7 +120,6 @@ TEST(SecondaryChecks, GradientsAreComparedWithTheirOwnMode) {
 TEST(Headline, NamesEachViolationByItsOwnName) {
   AuditResult r;
   r.target = "m.pt";
-  r.verdict = Verdict::kLeaky;
   r.precision = "float64";
   Evidence ev;
   ev.position = 5;
@@ -186,7 +185,7 @@ TEST(PrecisionFloor, SmallLeakThroughAReluModelIsFound) {
   FunctionTarget t("wide-relu-leak", 3,
                    [](const at::Tensor& x, bool) { return wide_relu(x) + 1e-7 * read_ahead_by(x, 1); });
   auto r = run_causality_audit(t, soundness_options(32));
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
   ASSERT_TRUE(r.precision_floor.has_value());
   EXPECT_FALSE(r.precision_floor->float32_sized);

@@ -114,7 +114,7 @@ TEST(TrainModeProof, AnEvalPassThatMovesTheRngVoidsTheProof) {
   EXPECT_FALSE(r.train_mode_proof->proven);
   EXPECT_NE(r.train_mode_proof->why.find("RNG"), std::string::npos) << r.train_mode_proof->why;
   EXPECT_FALSE(r.train_from_eval);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_GE(r.leak_horizon, 1);
 }
 

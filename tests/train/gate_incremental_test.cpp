@@ -41,7 +41,7 @@ TEST(GateIncremental, CausalModelsGetTheirIncrementalPathAudited) {
     auto model = tiny(mixer);
     AuditGate gate(gate_audit_options(16, 2, 8, 1234));
     const auto& r = gate.audit(model);
-    EXPECT_EQ(r.verdict, Verdict::kCausal) << mixer;
+    EXPECT_EQ(r.verdict(), Verdict::kCausal) << mixer;
     ASSERT_TRUE(r.incremental) << mixer;
     const auto inc = to_json(*r.incremental);
     EXPECT_TRUE(inc["holds"].get<bool>()) << mixer;
@@ -58,7 +58,7 @@ TEST(GateIncremental, TheLeakyFutureModelIsQuarantinedWithoutIt) {
   auto model = tiny("future");
   AuditGate gate(gate_audit_options(16, 2, 8, 1234));
   const auto& r = gate.audit(model);
-  EXPECT_EQ(r.verdict, Verdict::kLeaky);
+  EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_FALSE(r.incremental);
   EXPECT_FALSE(has_check(r, "incremental"));
 }

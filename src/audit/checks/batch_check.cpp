@@ -65,10 +65,10 @@ class BatchCheck : public Check {
     const int64_t L = run.L;
     r.batch_coupled = false;
     for (AuditMode mode : run.probed) {
-      run.prec.to_own();
       BatchEffect e;
       try {
-        e = run.prober.batch_effect(mode, L);
+        const InPrecision own = run.prec.in_own();
+        e = run.prober.batch_effect(own, mode, L, screen_wanted(run.opt));
       } catch (const NonFiniteOutput&) {
         throw;  // it ran at this batch size, and broke the output contract
       } catch (const InputError& err) {  // e.g. a model traced at batch 1
@@ -78,8 +78,9 @@ class BatchCheck : public Check {
         return coupled;
       }
       const auto d = decide_screened<BatchEffect>(run.prec, e, e.effect > 0, ThresholdKind::kComparison,
-                                                  [&] { return run.prober.batch_effect(mode, L); });
-      run.prec.to_own();
+                                                  [&](const InPrecision& in) {
+                                                    return run.prober.batch_effect(in, mode, L, screen_wanted(run.opt));
+                                                  });
       if (!(d.value.effect > d.threshold)) continue;
       coupled.modes.push_back(mode);
       if (*r.batch_coupled) continue;  // evidence from the first coupled mode

@@ -20,10 +20,6 @@ std::string failure_line(const std::exception& e) {
   return first_meaningful_line(e.what());
 }
 
-std::string decided_in(const PrecisionSwitch& prec, bool float64) {
-  return float64 ? "float64" : dtype_name(prec.own());
-}
-
 nlohmann::json evidence_json(const Evidence& e) {
   if (e.empty()) return nullptr;
   nlohmann::json j;

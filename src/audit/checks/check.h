@@ -93,10 +93,9 @@ class Check {
 
   // kPerOutput: whether it runs, from the options and what the checks before it found.
   virtual bool wanted(const AuditRun& run) const { return false; }
-  // Runs with the target in the precision that decided the future tables (the driver puts it
-  // there); otherwise the check moves between precisions itself (decide_screened).
-  virtual bool in_decisive_precision() const { return false; }
-  // Probe, decide, and record the findings in run.r.
+  // Probe, decide, and record the findings in run.r. Every probe runs inside a precision scope
+  // the switch hands out (run.prec: in_own, in_deciding, in_decided; decide_screened decides).
+
   virtual void run(AuditRun& run) {}
   // The violations its findings imply under the contract (run.r.lookahead, run.r.window).
   virtual void judge(const AuditRun& run, std::vector<Violation>& out) const {}
@@ -127,6 +126,15 @@ class Check {
   virtual std::string summary(const AuditResult& r) const { return ""; }
   // The headline's name for a violation it reported ("" when the kind is not its own).
   virtual std::string headline(const Violation& v, const AuditResult& r) const { return ""; }
+  // The check whose violation is the audit's own verdict (the future leak) leads the headline,
+  // "LEAKY (leak horizon 3, max effect 0.25" (the driver closes it with the probes, precision and
+  // seconds), states its own kinds there rather than by name, adds its lines right under the
+  // headline, and gives each audited output's facts in the summary ("leak horizon 3, max effect
+  // 0.25"). "" / false: not this check.
+  virtual std::string headline_lead(const AuditResult& r) const { return ""; }
+  virtual bool states_in_lead(ViolationKind k) const { return false; }
+  virtual std::string lead_lines(const AuditResult& r) const { return ""; }
+  virtual std::string output_facts(const AuditResult& r) const { return ""; }
   // The suite's "expect" fields it answers.
   virtual std::vector<Expectation> expectations() const { return {}; }
 };

@@ -1,11 +1,12 @@
 // The future tables (causality_audit.h, method 1): for every (mode, length) of the schedule, the
 // effect of replacing the inputs from each cut on on every earlier output, screened in float32
 // and decided in float64. Their horizon is the audit's leak horizon.
-#include <ATen/ATen.h>
+#include <c10/core/ScalarType.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "audit/checks/check.h"
 #include "audit/checks/check_outputs.h"
@@ -24,51 +25,18 @@ int64_t table_horizon(const DecidedTables& d, AuditMode mode, int64_t len) {
 
 namespace {
 
-// The screen moved: the tables are decided again without it, from the first.
-struct ScreenMoved {};
+using TableKey = std::pair<AuditMode, int64_t>;  // (mode, length)
 
 // The float32 table `t32` of (mode, t32.L) decided: exact zeros stand; otherwise the float64
-// re-run of the cuts that moved. Sets the decisive precision and threshold in `d`.
+// re-run of the cuts that moved (its probes counted into d.decisive). Sets the threshold in `d`.
 EffectTable decide_probed(PrecisionSwitch& prec, Prober& prober, AuditMode mode, const EffectTable& t32,
                           DecidedTables& d) {
   const double moved = t32.max();
-  const bool own64 = prec.own() == at::kDouble;
-  auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon,
-                                          [&] { return prober.rerun_nonzero(mode, t32, d.decisive); });
-  if (moved == 0.0) return dec.value;  // exact zeros: nothing to tell apart
-  d.threshold = dec.threshold;
-  if (dec.float64 && !own64)
-    d.decisive.dtype = at::kDouble;  // the re-run counted its probes and effects into d.decisive
-  else
-    d.decisive.max_effect = std::max(d.decisive.max_effect, moved);  // the screen decides
+  auto dec = decide_screened<EffectTable>(prec, t32, moved > 0, ThresholdKind::kHorizon, [&](const InPrecision& in) {
+    return prober.rerun_nonzero(in, mode, t32, d.decisive);
+  });
+  if (moved > 0.0) d.threshold = dec.threshold;  // exact zeros: nothing to tell apart
   return dec.value;
-}
-
-// Trial 0's rows of (mode, len) in the target's own dtype (the screen); ScreenMoved when anything
-// moved. screen_probes counts its rows.
-EffectTable screened_table(Prober& prober, AuditMode mode, int64_t len, int64_t* screen_probes) {
-  Pass pass;
-  EffectTable s = prober.screen_table(mode, len, pass);
-  *screen_probes += pass.probes;
-  if (s.max() > 0.0) throw ScreenMoved{};
-  return s;
-}
-
-// One (mode, length) table [len x len cells]: float32 (the target's dtype), then -- only if
-// something moved -- the float64 re-run of the cuts that moved.
-EffectTable decide_table(PrecisionSwitch& prec, Prober& prober, AuditMode mode, int64_t len, DecidedTables& d) {
-  prec.to_own();
-  return decide_probed(prec, prober, mode, prober.probe_table(mode, len, d.first), d);
-}
-
-// Every table of the schedule, none decided yet (nothing stopped early), in the target's dtype.
-DecidedTables whole_schedule(const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                             at::ScalarType own_dtype) {
-  DecidedTables d;
-  d.lens_planned = d.lens_run = lens;
-  d.modes_planned = d.modes_run = modes;
-  d.decisive.dtype = own_dtype;
-  return d;
 }
 
 // train_from_eval: the train-mode table of each length is the eval-mode one (proven equal), so
@@ -80,54 +48,46 @@ void copy_train_from_eval(DecidedTables& d, bool train_from_eval) {
       if (copied(mode, train_from_eval)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
 }
 
-// Without stop_when_leaky every table is decided anyway, so the float64 re-runs wait until every
-// float32 table is in: the target goes to float64 once, not once per table that moved (each
-// switch a pass over the whole model's memory, both ways). Each table is the same rows from the
-// same seeds in either order, so every table, and every fact read from them, is the same bits.
-// Schedule order within each phase; train_from_eval as below.
-DecidedTables decide_float32_first(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
-                                   const std::vector<AuditMode>& modes, bool train_from_eval) {
-  const at::ScalarType own_dtype = prec.own();
-  DecidedTables d = whole_schedule(lens, modes, own_dtype);
-  std::vector<std::pair<std::pair<AuditMode, int64_t>, EffectTable>> first;  // float32, in schedule order
-  prec.to_own();
-  for (int64_t len : lens)
-    for (AuditMode mode : modes) {
-      if (copied(mode, train_from_eval)) continue;
-      first.emplace_back(std::make_pair(mode, len), prober.probe_table(mode, len, d.first));
-    }
-  for (const auto& [key, t32] : first) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
-  copy_train_from_eval(d, train_from_eval);
-  if (prec.unavailable()) d.decisive.dtype = own_dtype;
-  return d;
-}
-
-// Table by table, lengths outer and modes inner (both modes of the main length come first), each
-// decided before the next so that stop_when_leaky can end the schedule at the first proven leak.
-// train_from_eval: the train-mode table of each length is the eval-mode one (proven equal).
-DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
-                                 const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                                 bool train_from_eval) {
-  if (!opt.stop_when_leaky) return decide_float32_first(prec, prober, lens, modes, train_from_eval);
-  const at::ScalarType own_dtype = prec.own();
+// Every table of the schedule, lengths outer and modes inner (eval first at every length: a
+// proven-equal train table is a copy of it). With stop_when_leaky each table is decided before
+// the next, so the schedule ends at the first proven leak. Without it every float32 table is
+// probed first and the decisions follow: the target goes to float64 once, not once per table
+// that moved (each switch a pass over the whole model's memory, both ways). Each table is the
+// same rows from the same seeds in either order, so every table, and every fact read from them,
+// is the same bits.
+DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
+                              const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
+                              bool train_from_eval) {
   DecidedTables d;
   d.lens_planned = lens;
   d.modes_planned = modes;
-  d.decisive.dtype = own_dtype;
+  const bool each = opt.stop_when_leaky;
+  std::vector<std::pair<TableKey, EffectTable>> probed;  // without stop_when_leaky: decided after the loop
   for (size_t li = 0; li < lens.size() && !d.stopped_early; ++li) {
     const int64_t len = lens[li];
     d.lens_run.push_back(len);
     for (size_t mi = 0; mi < modes.size() && !d.stopped_early; ++mi) {
       const AuditMode mode = modes[mi];
       if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
-      // Eval comes first at every length: a proven-equal train table is a copy of it.
-      EffectTable chosen = mode == AuditMode::kTrain && train_from_eval
-                               ? d.decisive.tables.at({AuditMode::kEval, len})
-                               : decide_table(prec, prober, mode, len, d);
-      const bool leaks = judge(chosen, d.threshold).horizon > opt.lookahead;
-      d.decisive.tables[{mode, len}] = std::move(chosen);
+      const TableKey key{mode, len};
+      if (copied(mode, train_from_eval)) {
+        if (!each) continue;  // copied once every table is in
+        d.decisive.tables[key] = d.decisive.tables.at({AuditMode::kEval, len});
+      } else {
+        EffectTable t32;
+        {
+          const InPrecision own = prec.in_own();
+          t32 = prober.probe_table(own, mode, len, d.first);
+        }
+        if (!each) {
+          probed.emplace_back(key, std::move(t32));
+          continue;
+        }
+        d.decisive.tables[key] = decide_probed(prec, prober, mode, t32, d);
+      }
+      const bool leaks = judge(d.decisive.tables.at(key), d.threshold).horizon > opt.lookahead;
       const bool last = li + 1 == lens.size() && mi + 1 == modes.size();
-      if (leaks && opt.stop_when_leaky && !last) {
+      if (leaks && !last) {
         d.stopped_early = true;
         d.notes.push_back(fmt::format(
             "stopped at {} mode, L={}: the leak is proven there (gate setting); the remaining (mode, length) "
@@ -136,27 +96,34 @@ DecidedTables decide_tables_once(PrecisionSwitch& prec, Prober& prober, const Au
       }
     }
   }
-  if (prec.unavailable()) d.decisive.dtype = own_dtype;
+  if (each) return d;
+  for (const auto& [key, t32] : probed) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
+  copy_train_from_eval(d, train_from_eval);
   return d;
 }
 
-// The screen (opt.screen, with trials to spare): every table from trial 0's rows, the shortest
-// length first. When all of them are exact zeros they stand (a model whose tables are zeros costs
-// a third of the rows, in any order: each table is its own seeds' rows). The first that moves
-// ends the screened attempt -- a leak that shows at every length shows in a pass of a row or two
-// -- and the tables are decided from the first without it, exactly as with --probe-every-row: a
-// model with any table that moves gets every fact it gets without the screen (the screen's rows
-// are added to the probe count). The result is what the schedule would have produced: every
-// length and mode run, nothing stopped early.
-DecidedTables screened_tables(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
-                              const std::vector<AuditMode>& modes, bool train_from_eval, int64_t* screen_probes) {
-  DecidedTables d = whole_schedule(lens, modes, prec.own());
+// The screen (screen_wanted): every table from trial 0's rows, the shortest
+// length first (screen_all_zero). When all of them are exact zeros they stand (a model whose
+// tables are zeros costs a third of the rows, in any order: each table is its own seeds' rows),
+// and the result is what the schedule would have produced: every length and mode run, nothing
+// stopped early. Otherwise nullopt: a leak that shows at every length shows in a pass of a row
+// or two, and the tables are decided from the first without the screen, exactly as with
+// --probe-every-row (the screen's rows are added to the probe count).
+std::optional<DecidedTables> screened_schedule(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
+                                               const std::vector<AuditMode>& modes, bool train_from_eval,
+                                               Pass& screen) {
   std::vector<int64_t> shortest_first = lens;
   std::stable_sort(shortest_first.begin(), shortest_first.end());
-  prec.to_own();
+  std::vector<TableKey> keys;
   for (int64_t len : shortest_first)
     for (AuditMode mode : modes)
-      if (!copied(mode, train_from_eval)) d.decisive.tables[{mode, len}] = screened_table(prober, mode, len, screen_probes);
+      if (!copied(mode, train_from_eval)) keys.emplace_back(mode, len);
+  auto zeros = screen_all_zero(prec, prober, keys, Side::kFuture, screen);
+  if (!zeros) return std::nullopt;
+  DecidedTables d;
+  d.lens_planned = d.lens_run = lens;
+  d.modes_planned = d.modes_run = modes;
+  for (size_t i = 0; i < keys.size(); ++i) d.decisive.tables[keys[i]] = std::move((*zeros)[i]);
   copy_train_from_eval(d, train_from_eval);
   return d;
 }
@@ -164,52 +131,38 @@ DecidedTables screened_tables(PrecisionSwitch& prec, Prober& prober, const std::
 DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                             const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
                             bool train_from_eval) {
-  int64_t screen_probes = 0;
-  if (opt.screen && opt.trials > 1) {
-    try {
-      DecidedTables d = screened_tables(prec, prober, lens, modes, train_from_eval, &screen_probes);
-      d.first.probes += screen_probes;
-      return d;
-    } catch (const ScreenMoved&) {
-      // Only screen passes ran: no table kept, no float64, nothing else to undo.
-    }
-  }
-  DecidedTables d = decide_tables_once(prec, prober, opt, lens, modes, train_from_eval);
-  d.first.probes += screen_probes;
-  return d;
+  Pass screen;
+  std::optional<DecidedTables> d;
+  if (screen_wanted(opt)) d = screened_schedule(prec, prober, lens, modes, train_from_eval, screen);
+  if (!d) d = decide_schedule(prec, prober, opt, lens, modes, train_from_eval);
+  d->first.probes += screen.probes;
+  return std::move(*d);
 }
 
 // Routing seen: each probed mode's table at the main length searched beyond that mode's horizon,
 // in float64 where the target runs there (else its own dtype); the cells the search found above
 // the horizon threshold raise the table's. Train tables proven equal to eval copy eval's again.
 void search_routing(AuditRun& run, DecidedTables& d) {
-  const bool f64 = run.prec.to_float64();
-  const double threshold = run.prec.horizon_threshold();
-  bool raised = false;
-  for (AuditMode mode : d.modes_run) {
-    if (copied(mode, run.r.train_from_eval)) continue;
-    const auto it = d.decisive.tables.find({mode, run.L});
-    if (it == d.decisive.tables.end()) continue;
-    int64_t known = 0;
-    for (int64_t len : d.lens_run) known = std::max(known, table_horizon(d, mode, len));
-    const EffectTable found = routing_search(run, mode, Side::kFuture, known, threshold);
-    EffectTable kept = EffectTable::zeros(run.L);
+  const auto known = [&](AuditMode mode) {
+    int64_t h = 0;
+    for (int64_t len : d.lens_run) h = std::max(h, table_horizon(d, mode, len));
+    return h;
+  };
+  const auto merge = [&](AuditMode mode, const EffectTable& found, const InPrecision& in, double threshold) {
+    EffectTable& table = d.decisive.tables.at({mode, run.L});
+    EffectTable kept = EffectTable::zeros(run.L, in.dtype());
     for (int64_t t = 0; t < run.L; ++t)
       for (int64_t c = t + 1; c < run.L; ++c)
-        if (found.at(t, c) > threshold && found.at(t, c) > it->second.at(t, c)) {
+        if (found.at(t, c) > threshold && found.at(t, c) > table.at(t, c)) {
           kept.raise(t, c, found.at(t, c));
-          it->second.raise(t, c, found.at(t, c));
-          raised = true;
+          table.raise(t, c, found.at(t, c));
+          if (in.float64()) table.dtype = at::kDouble;  // a cell decided in float64
+          d.threshold = threshold;
         }
-    d.decisive.max_effect = std::max(d.decisive.max_effect, kept.max());
     d.searched[{mode, run.L}] = std::move(kept);
-  }
-  if (raised) {
-    d.threshold = threshold;
-    if (f64) d.decisive.dtype = at::kDouble;
-  }
+  };
+  search_probed_modes(run, Side::kFuture, known, merge);
   copy_train_from_eval(d, run.r.train_from_eval);
-  if (d.decisive.dtype != at::kDouble) run.prec.to_own();
 }
 
 // Horizons per mode, per length and overall, and the first leaking cut (at the main length L
@@ -273,13 +226,13 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
   r.stopped_early = d.stopped_early;
   r.notes.insert(r.notes.end(), d.notes.begin(), d.notes.end());
   r.max_effect_float32 = d.first.max_effect;
-  r.precision = dtype_name(d.decisive.dtype);
+  r.precision = dtype_name(d.decisive.dtype());
   r.probes = d.first.probes + d.decisive.probes;
 
   summarise_horizons(d, L, r);
-  r.max_effect = d.decisive.max_effect;
+  r.max_effect = d.decisive.max_cell();
   r.rounding_only = r.leak_horizon == 0 && r.max_effect_float32 > 0.0;
-  if (r.rounding_only && d.decisive.dtype == at::kDouble)
+  if (r.rounding_only && d.decisive.dtype() == at::kDouble)
     r.notes.push_back(fmt::format(
         "rounding only: float32 showed future effects up to {:.3g} (relative) that fall to {:.3g} in float64, "
         "below the {:.3g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
@@ -329,9 +282,11 @@ class FutureCheck : public Check {
     const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
     run.prober.watch_ops(run.L);  // rides on the first forward at L the tables run
     DecidedTables d = decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval);
+    run.outputs.put(WatchedOps{run.prober.watched_ops()});
     if (!d.stopped_early && routing_seen(run, Side::kFuture)) search_routing(run, d);
     summarise_tables(d, run.L, run.r);
-    run.prec.record_decisive(d.decisive.dtype);
+    run.outputs.put(FutureHorizon{run.r.leak_horizon, d.lens_run});
+    run.prec.record_decided(d.decisive.dtype());
     run.outputs.put(FutureEvidence{future_evidence(d, run.r)});
     run.outputs.put(std::move(d));
   }
@@ -347,8 +302,38 @@ class FutureCheck : public Check {
     return v.kind == ViolationKind::kUnproven ? "NOT PROVEN (a routing search ended on its budget)" : "";
   }
   std::string summary(const AuditResult& r) const override { return routing_summary(r); }
+  std::string headline_lead(const AuditResult& r) const override {
+    const bool future = std::any_of(r.violations.begin(), r.violations.end(),
+                                    [](const Violation& v) { return v.kind == ViolationKind::kFuture; });
+    return fmt::format("{} (leak horizon {}, max effect {:.3g}", future ? "LEAKY" : "causal", r.leak_horizon,
+                       r.max_effect);
+  }
+  bool states_in_lead(ViolationKind k) const override { return k == ViolationKind::kFuture; }
+  // Where the dependence ends (and, from the gradient's path, whether it decays), and the first cut.
+  std::string lead_lines(const AuditResult& r) const override {
+    std::string s;
+    if (r.leak_horizon > 0 && r.effect_at_horizon) {
+      s += fmt::format("  leak horizon {} at threshold {:.3g} (effect {:.3g} there", r.leak_horizon, r.threshold(),
+                       *r.effect_at_horizon);
+      if (r.effect_beyond_horizon) s += fmt::format(", {:.3g} at {}", *r.effect_beyond_horizon, r.leak_horizon + 1);
+      s += ")";
+      if (r.decaying().value_or(false)) s += fmt::format(", decaying; a path reaches {}", *r.structural_horizon());
+      s += "\n";
+    }
+    if (r.first_leaking_cut) s += fmt::format("  first leaking cut: {}\n", *r.first_leaking_cut);
+    return s;
+  }
+  std::string output_facts(const AuditResult& r) const override {
+    return fmt::format("leak horizon {}, max effect {:.3g}", r.leak_horizon, r.max_effect);
+  }
+  void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
+    j["leak_horizon"] = r.leak_horizon;
+    j["max_effect"] = r.max_effect;
+    j["rounding_only"] = r.rounding_only;
+  }
   std::vector<std::string> thread_dependent() const override {
-    return {"max_effect", "max_effect_float32", "leak_map", "effect_at_horizon", "effect_beyond_horizon"};
+    return {"max_effect", "max_effect_float32", "leak_map", "effect_at_horizon", "effect_beyond_horizon",
+            "outputs[].max_effect"};
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["leak_horizon"] = r.leak_horizon;

@@ -20,9 +20,9 @@ Verdict verdict_of(int64_t horizon) { return horizon > 0 ? Verdict::kLeaky : Ver
 // Gradients of y_t with respect to inputs s > t [L x L], relative to the largest gradient,
 // against the same threshold as method 1. `mode_horizon`: method 1's horizon in that mode at L,
 // which it must match (a leak only train mode has is no disagreement with eval-mode gradients).
-GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMode mode, int64_t L, double threshold,
+GradientCheck gradient_check(Prober& prober, const InPrecision& in, AuditMode mode, int64_t L, double threshold,
                              int64_t mode_horizon) {
-  const auto G = prober.gradient_map(L, mode);  // G[t][s], L x L
+  const auto G = prober.gradient_map(in, L, mode);  // G[t][s], L x L
   double max_all = 0, max_future = 0;
   int64_t horizon = 0;
   for (int64_t t = 0; t < L; ++t)
@@ -39,16 +39,14 @@ GradientCheck gradient_check(Prober& prober, const AuditTarget& target, AuditMod
   GradientCheck g;
   g.ran = true;
   g.mode = mode_name(mode);
-  g.precision = dtype_name(target.dtype());
+  g.precision = dtype_name(in.dtype());
   g.max_future_grad = max_future;
   g.leak_horizon = horizon;
   g.structural_horizon = reach;
-  const Verdict verdict = verdict_of(horizon);
-  g.verdict = verdict;
   // A path that goes on past the nearer crossing decays through the threshold there: each
   // measure meets it at its own distance (the farther one may be the path's end, L - 1).
   const bool decaying = reach > std::min(horizon, mode_horizon);
-  g.agrees = verdict == verdict_of(mode_horizon) && (horizon == mode_horizon || decaying);
+  g.agrees = g.verdict() == verdict_of(mode_horizon) && (horizon == mode_horizon || decaying);
   return g;
 }
 
@@ -58,9 +56,9 @@ class GradientCheckStep : public Check {
   bool wanted(const AuditRun& run) const override {
     return run.opt.gradient_check && run.target.supports_gradient();
   }
-  bool in_decisive_precision() const override { return true; }
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
+    const InPrecision in = run.prec.in_decided();  // compared with the tables, in their precision
     const DecidedTables& d = *run.outputs.get<DecidedTables>();
     const CoupledModes* coupled = run.outputs.get<CoupledModes>();
     const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
@@ -68,7 +66,7 @@ class GradientCheckStep : public Check {
     const AuditMode grad_mode = run.opt.eval_mode() ? AuditMode::kEval : AuditMode::kTrain;
     const int64_t mode_h = table_horizon(d, grad_mode, L);
     try {
-      r.gradient = gradient_check(run.prober, run.target, grad_mode, L, d.threshold, mode_h);
+      r.gradient = gradient_check(run.prober, in, grad_mode, L, d.threshold, mode_h);
     } catch (const std::exception& e) {
       r.gradient = GradientCheck{};
       r.gradient.mode = mode_name(grad_mode);
@@ -82,7 +80,7 @@ class GradientCheckStep : public Check {
     // The gradient's path in its own mode against the horizon over every mode audited
     // (AuditResult::decaying).
     if (const auto reach = r.structural_horizon()) {
-      if (r.leak_horizon == 0 && *reach > 0)
+      if (run.outputs.get<FutureHorizon>()->horizon == 0 && *reach > 0)
         r.notes.push_back(fmt::format(
             "the float64 gradient of some outputs with respect to later inputs is not exactly zero (up to distance "
             "{}, at most {:.3g} of the largest gradient), below the {:.3g} threshold: arithmetic reaches the future "
@@ -92,14 +90,14 @@ class GradientCheckStep : public Check {
     if (r.gradient.ran && !r.gradient.agrees)
       r.notes.push_back(fmt::format("DISAGREEMENT: gradient method says {} (horizon {}, {} mode), perturbation at "
                                     "L={} in {} mode says horizon {}",
-                                    verdict_name(r.gradient.verdict), r.gradient.leak_horizon, r.gradient.mode, L,
+                                    verdict_name(r.gradient.verdict()), r.gradient.leak_horizon, r.gradient.mode, L,
                                     r.gradient.mode, mode_h));
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["decaying"] = opt_json(r.decaying());
     j["structural_horizon"] = opt_json(r.structural_horizon());
     if (r.gradient.ran) {
-      j["gradient_check"] = {{"verdict", verdict_name(r.gradient.verdict)},
+      j["gradient_check"] = {{"verdict", verdict_name(r.gradient.verdict())},
                              {"leak_horizon", r.gradient.leak_horizon},
                              {"max_future_grad", r.gradient.max_future_grad},
                              {"precision", r.gradient.precision},
@@ -116,7 +114,7 @@ class GradientCheckStep : public Check {
   std::string summary(const AuditResult& r) const override {
     if (r.gradient.ran)
       return fmt::format("  gradient check: {} (horizon {}, max future gradient {:.3g}, {} mode, {})\n",
-                         verdict_name(r.gradient.verdict), r.gradient.leak_horizon, r.gradient.max_future_grad,
+                         verdict_name(r.gradient.verdict()), r.gradient.leak_horizon, r.gradient.max_future_grad,
                          r.gradient.mode, r.gradient.agrees ? "agrees" : "DISAGREES");
     if (!r.gradient.not_run.empty()) return fmt::format("  gradient check: not run ({})\n", r.gradient.not_run);
     return "";

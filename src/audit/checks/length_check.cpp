@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/decide.h"
 #include "audit/checks/json_fields.h"
 
@@ -40,7 +41,8 @@ class LengthCheck : public Check {
   // Sets r.length_dependent / r.length_evidence (nullopt when nothing could be compared).
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
-    const int64_t L = run.L, guard = std::max(run.opt.lookahead, r.leak_horizon);
+    const FutureHorizon* future = run.outputs.get<FutureHorizon>();
+    const int64_t L = run.L, guard = std::max(run.opt.lookahead, future ? future->horizon : 0);
     const auto prefixes = prefix_schedule(L, run.opt.min_seq_len);
     if (prefixes.empty() && run.opt.min_seq_len > 2) {
       r.notes.push_back(fmt::format("length check not run: the model runs at no length from {} to {} (the shortest it "
@@ -62,9 +64,10 @@ class LengthCheck : public Check {
     // screen of them moves depends on the CPU and the thread count, not on the model, so it
     // cannot decide. The prefix runs go to float64 directly (the own dtype only where float64 is
     // unavailable, judged against its float32 threshold).
-    const bool float64 = run.prec.to_float64();
-    const auto measured = run.prober.prefix_effects(L, lens, guard);
-    run.prec.to_own();
+    const auto d = decide_direct<std::vector<PrefixEffect>>(
+        run.prec, ThresholdKind::kComparison,
+        [&](const InPrecision& in, double) { return run.prober.prefix_effects(in, L, lens, guard); });
+    const std::vector<PrefixEffect>& measured = d.value;
     std::vector<int64_t> failed;
     std::string first_error;
     for (const auto& pe : measured)
@@ -78,7 +81,6 @@ class LengthCheck : public Check {
                                     fmt::join(failed, ","), first_error));
     if (failed.size() == measured.size()) return;  // nothing compared: not checked
     r.length_dependent = false;
-    const Decided<std::vector<PrefixEffect>> d{measured, float64, run.prec.threshold()};
     for (const auto& pe : d.value)
       if (pe.error.empty()) r.length_profile.emplace_back(pe.prefix_len, pe.effect);
     const PrefixEffect* worst = nullptr;

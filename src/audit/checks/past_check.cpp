@@ -43,13 +43,13 @@ class PastCheck : public Check {
     const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
     const bool prune = !run.opt.window;
     std::vector<std::pair<int64_t, AuditMode>> tables;  // schedule order: lengths outer, modes inner
-    for (int64_t len : run.r.seq_lens)
+    const FutureHorizon* future = run.outputs.get<FutureHorizon>();  // the lengths the future tables ran at
+    for (int64_t len : future ? future->lens : run.lens)
       for (AuditMode mode : run.probed) tables.emplace_back(len, mode);
     Evidence best;
     int64_t horizon = 0;
     bool moved = false;       // whether any past cell probed so far moved at all
-    bool screening = prune && run.opt.screen;
-    size_t first_screened = tables.size();  // where the screened attempt began (none yet)
+    bool screening = prune && screen_wanted(run.opt);
     Pass scratch32, scratch64;  // the re-runs' tables, read once each
     for (size_t i = 0; i < tables.size(); ++i) {
       const auto [len, mode] = tables[i];
@@ -59,17 +59,12 @@ class PastCheck : public Check {
       if (len - 1 < horizon || (prune && len - 1 <= horizon)) continue;
       const std::optional<int64_t> known = prune ? std::optional<int64_t>(horizon) : std::nullopt;
       if (screening && i > 0 && !moved) {
-        if (screened_zero(run, mode, len, 1, scratch32)) {
-          first_screened = std::min(first_screened, i);
-          continue;  // a screened table of exact zeros: nothing to raise
-        }
-        // The screen moved: decide again, without screens first, from where they began (nothing
-        // before that changed: horizon 0, no evidence, nothing moved).
+        // Nothing moved so far (horizon 0, no evidence): the tables from here on screened, all
+        // or nothing; when one moves, they are decided again without the screen from here.
         screening = false;
-        if (first_screened < i) {
-          i = first_screened - 1;
-          continue;
-        }
+        std::vector<std::pair<AuditMode, int64_t>> rest;
+        for (size_t k = i; k < tables.size(); ++k) rest.emplace_back(tables[k].second, tables[k].first);
+        if (screen_all_zero(run.prec, run.prober, rest, Side::kPast, scratch32)) break;
       }
       bool f64 = false, table_moved = true;
       const TableVerdict v = decide_table(run, mode, len, known, f64, table_moved, scratch32, scratch64);
@@ -80,7 +75,6 @@ class PastCheck : public Check {
       }
     }
     if (routing_seen(run, Side::kPast)) search_routing(run, horizon, best);
-    run.prec.to_own();
     run.r.past_horizon = horizon;
     run.outputs.put(PastEvidence{best});
   }
@@ -120,16 +114,15 @@ class PastCheck : public Check {
   // float64 where the target runs there; a farther cell above the horizon threshold raises the
   // horizon and becomes its evidence.
   static void search_routing(AuditRun& run, int64_t& horizon, Evidence& best) {
-    const bool f64 = run.prec.to_float64();
-    const double threshold = run.prec.horizon_threshold();
-    for (AuditMode mode : run.probed) {
-      const EffectTable found = routing_search(run, mode, Side::kPast, horizon, threshold);
-      const TableVerdict v = grassaudit::judge(found, threshold, Side::kPast);
-      if (v.horizon <= horizon) continue;
-      horizon = v.horizon;
-      best = evidence(mode, run.L, v, decided_in(run.prec, f64),
-                      fmt::format("x_{} alone was replaced (routing search, ", v.c - 1));
-    }
+    search_probed_modes(
+        run, Side::kPast, [&](AuditMode) { return horizon; },
+        [&](AuditMode mode, const EffectTable& found, const InPrecision& in, double threshold) {
+          const TableVerdict v = grassaudit::judge(found, threshold, Side::kPast);
+          if (v.horizon <= horizon) return;
+          horizon = v.horizon;
+          best = evidence(mode, run.L, v, decided_in(run.prec, in.float64()),
+                          fmt::format("x_{} alone was replaced (routing search, ", v.c - 1));
+        });
   }
 
   // The window's evidence: the strongest cell `v` at the horizon, seen when `what` ("inputs
@@ -148,13 +141,6 @@ class PastCheck : public Check {
     return e;
   }
 
-  // Trial 0's rows of the (mode, len) past table, every cut from `from_cut` on, in the target's own
-  // dtype: true when no output moved at all.
-  static bool screened_zero(AuditRun& run, AuditMode mode, int64_t len, int64_t from_cut, Pass& scratch) {
-    run.prec.to_own();
-    return run.prober.screen_table(mode, len, scratch, Side::kPast, from_cut).max() == 0.0;
-  }
-
   // One (mode, length) table, decided, in two parts of the same passes (Prober::TableParts).
   // First the part holding cut 1, judged on cut 1 alone: the only cut that reaches distance
   // len - 1 (y_{len-1} reading x_0). When it does, the full table's horizon is len - 1 and its
@@ -171,22 +157,22 @@ class PastCheck : public Check {
                                    bool& f64, bool& moved, Pass& scratch32, Pass& scratch64) {
     PrecisionSwitch& prec = run.prec;
     moved = true;
-    prec.to_own();
-    const bool own64 = prec.own() == at::kDouble && prec.to_float64();  // a float64 target: its floor decides
+    const bool own64 = prec.own_dtype() == at::kDouble;  // a float64 target: its floor decides
+    if (own64) prec.establish();
     const double certain = own64 ? prec.horizon_threshold() : kPastCertain32;
     Prober::TableParts parts;
     const auto first_part = [](const EffectTable&, int64_t next_cut) { return next_cut > 1; };
-    const EffectTable first = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, first_part, &parts);
-    EffectTable cut1 = EffectTable::zeros(len);
+    const EffectTable first = rerun_own(run, mode, len, scratch32, first_part, parts);
+    EffectTable cut1 = EffectTable::zeros(len, first.dtype);
     for (int64_t t = 1; t < len; ++t) cut1.raise(t, 1, first.at(t, 1));
     const TableVerdict v1 = decide(run, mode, len, cut1, known, certain, own64, f64, scratch64);
     if (v1.horizon == len - 1) return v1;
     if (parts.next_cut >= len) {  // the first part was the whole table
       moved = first.max() > 0.0;
-      prec.to_own();
       return decide(run, mode, len, first, known, certain, own64, f64, scratch64);
     }
-    if (run.opt.screen && first.max() == 0.0 && screened_zero(run, mode, len, parts.next_cut, scratch32)) {
+    if (screen_wanted(run.opt) && first.max() == 0.0 &&
+        screen_all_zero(prec, run.prober, {{mode, len}}, Side::kPast, scratch32, parts.next_cut)) {
       moved = false;
       return v1;
     }
@@ -194,13 +180,19 @@ class PastCheck : public Check {
     // horizon the cells already probed prove, no later cut can raise the horizon or hold a cell at
     // it (the evidence), nor a small cell beyond it (what the float64 re-run would look at);
     // pruning, once it is at most the larger of that and `known`.
-    prec.to_own();
     const Prober::TableDone beyond_reach = [&](const EffectTable& so_far, int64_t next_cut) {
       const int64_t h = grassaudit::judge(so_far, certain, Side::kPast).horizon;
       return known ? len - next_cut <= std::max(h, *known) : len - next_cut < h;
     };
-    const EffectTable t32 = run.prober.rerun_cuts(mode, len, {}, scratch32, Side::kPast, beyond_reach, &parts);
+    const EffectTable t32 = rerun_own(run, mode, len, scratch32, beyond_reach, parts);
     return decide(run, mode, len, t32, known, certain, own64, f64, scratch64);
+  }
+
+  // The next part of a past table (every cut from parts.next_cut until `done`), in the target's own dtype.
+  static EffectTable rerun_own(AuditRun& run, AuditMode mode, int64_t len, Pass& scratch32,
+                               const Prober::TableDone& done, Prober::TableParts& parts) {
+    const InPrecision own = run.prec.in_own();
+    return run.prober.rerun_cuts(own, mode, len, {}, scratch32, Side::kPast, done, &parts);
   }
 
   // The float32 (own dtype) cells `t32` of a table decided (own64: a float64 target, whose own
@@ -234,7 +226,7 @@ class PastCheck : public Check {
     // farthest_from[i]: the farthest small cell of cuts[i] and every cut after it.
     std::vector<int64_t> farthest_from(farthest.size() + 1, 0);
     for (size_t i = farthest.size(); i-- > 0;) farthest_from[i] = std::max(farthest[i], farthest_from[i + 1]);
-    const auto d = decide_screened<EffectTable>(prec, t32, true, ThresholdKind::kHorizon, [&] {
+    const auto d = decide_screened<EffectTable>(prec, t32, true, ThresholdKind::kHorizon, [&](const InPrecision& in) {
       Prober::TableDone nothing_beyond;
       if (known)
         nothing_beyond = [&](const EffectTable& so_far, int64_t next_cut) {
@@ -242,7 +234,7 @@ class PastCheck : public Check {
           const int64_t h = grassaudit::judge(so_far, prec.horizon_threshold(), Side::kPast).horizon;
           return farthest_from[i] <= std::max(proven, h);
         };
-      return run.prober.rerun_cuts(mode, len, cuts, scratch64, Side::kPast, nothing_beyond);
+      return run.prober.rerun_cuts(in, mode, len, cuts, scratch64, Side::kPast, nothing_beyond);
     });
     f64 = d.float64;
     const TableVerdict small = grassaudit::judge(d.value, d.threshold, Side::kPast);

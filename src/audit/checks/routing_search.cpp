@@ -7,11 +7,14 @@
 
 #include "audit/audit_cost.h"
 #include "audit/audit_prober.h"
+#include "audit/checks/check_outputs.h"
+#include "audit/precision_switch.h"
 
 namespace grassaudit {
 
 bool routing_seen(AuditRun& run, Side side) {
-  const auto& ops = run.prober.watched_ops();
+  const WatchedOps* watched = run.outputs.get<WatchedOps>();
+  const std::optional<std::vector<DiscreteOp>> ops = watched ? watched->ops : std::nullopt;
   const auto& mixed = run.prober.mixed_cell(side);
   if ((!ops || ops->empty()) && !mixed) return run.r.discrete_routing.has_value();
   if (!run.r.discrete_routing) {
@@ -33,7 +36,8 @@ bool routing_seen(AuditRun& run, Side side) {
   return true;
 }
 
-EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t known, double threshold) {
+EffectTable routing_search(AuditRun& run, const InPrecision& in, AuditMode mode, Side side, int64_t known,
+                           double threshold) {
   const CostSection section("routing");
   const int64_t L = run.L;
   const bool future = side == Side::kFuture;
@@ -43,7 +47,7 @@ EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t kno
   rec.mode = mode_name(mode);
   rec.seq_len = L;
   rec.horizon_before = known;
-  EffectTable found = EffectTable::zeros(L);
+  EffectTable found = EffectTable::zeros(L, in.dtype());
   int64_t h = known;
   for (int64_t round = 0;; ++round) {
     // The positions whose replacement could still reach beyond h, the farthest reach first:
@@ -60,7 +64,7 @@ EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t kno
       if (positions.empty()) break;
     }
     const EffectTable t =
-        run.prober.single_position_table(mode, L, positions, kSearchBases, kSearchSubstitutions, round, side);
+        run.prober.single_position_table(in, mode, L, positions, kSearchBases, kSearchSubstitutions, round, side);
     rec.rows += static_cast<int64_t>(positions.size()) * per_position;
     ++rec.rounds;
     for (size_t k = 0; k < found.effect.size(); ++k) found.effect[k] = std::max(found.effect[k], t.effect[k]);
@@ -73,6 +77,13 @@ EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t kno
   (future ? run.r.horizon_lower_bound : run.r.past_horizon_lower_bound) |= lower;
   run.r.discrete_routing->searches.push_back(rec);
   return found;
+}
+
+void search_probed_modes(AuditRun& run, Side side, const std::function<int64_t(AuditMode)>& known,
+                         const RoutingFound& found) {
+  const InPrecision in = run.prec.in_deciding();
+  const double threshold = run.prec.horizon_threshold();
+  for (AuditMode mode : run.probed) found(mode, routing_search(run, in, mode, side, known(mode), threshold), in, threshold);
 }
 
 nlohmann::json routing_json(const AuditResult& r) {

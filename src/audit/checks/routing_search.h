@@ -15,6 +15,7 @@
 // once the horizon is near the end few positions remain to share the rows. A search the budget
 // ends before its plan is done leaves a lower bound (AuditResult::horizon_lower_bound).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,8 @@
 #include "audit/effect_table.h"
 
 namespace grassaudit {
+
+class InPrecision;
 
 constexpr int64_t kSearchRounds = 4;
 constexpr int64_t kSearchBases = 8;
@@ -35,9 +38,18 @@ bool routing_seen(AuditRun& run, Side side);
 
 // The search on `side` at (mode, L) beyond `known`: the cells it found (single-position effects,
 // cut_distance the distance itself), judged by the caller against `threshold` after merging.
-// Runs in the target's current dtype; records itself in r.discrete_routing and marks the side's
+// Runs in the precision `in` holds; records itself in r.discrete_routing and marks the side's
 // horizon a lower bound when the budget ends it.
-EffectTable routing_search(AuditRun& run, AuditMode mode, Side side, int64_t known, double threshold);
+EffectTable routing_search(AuditRun& run, const InPrecision& in, AuditMode mode, Side side, int64_t known,
+                           double threshold);
+
+// The search on `side` at the main length in each probed mode, in the deciding precision (float64
+// where the target runs there): `found(mode, cells, in, threshold)` gets each mode's cells, found
+// beyond known(mode) (asked just before that mode's search), and the horizon threshold they are
+// judged against.
+using RoutingFound = std::function<void(AuditMode, const EffectTable&, const InPrecision&, double threshold)>;
+void search_probed_modes(AuditRun& run, Side side, const std::function<int64_t(AuditMode)>& known,
+                         const RoutingFound& found);
 
 // The JSON's discrete_routing (null when none was seen), the summary's lines, and the evidence of
 // a kUnproven violation of the horizon named `what` ("leak horizon", "past horizon").

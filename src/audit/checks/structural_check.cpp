@@ -7,7 +7,9 @@
 
 #include "audit/audit_prober.h"
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/json_fields.h"
+#include "audit/precision_switch.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -63,11 +65,13 @@ class StructuralCheck : public Check {
  public:
   const char* name() const override { return "structural"; }
   bool wanted(const AuditRun& run) const override { return run.target.supports_structural_pass(); }
-  bool in_decisive_precision() const override { return true; }
   bool carries_horizon(ViolationKind k) const override { return k == ViolationKind::kStructural; }
 
+  // In the precision that decided the future tables: the pass's own audit takes it as the
+  // target's own dtype.
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
+    const InPrecision in = run.prec.in_decided();
     r.structural = structural_pass(run.target, run.opt);
     const StructuralPass& sp = *r.structural;
     if (sp.ran && !leaks_further(run))
@@ -137,7 +141,8 @@ class StructuralCheck : public Check {
   // The redrawn weights read the future beyond both the lookahead and the horizon as given.
   static bool leaks_further(const AuditRun& run) {
     const StructuralPass& sp = *run.r.structural;
-    return sp.ran && sp.leak_horizon > std::max(run.opt.lookahead, run.r.leak_horizon);
+    const FutureHorizon* future = run.outputs.get<FutureHorizon>();
+    return sp.ran && sp.leak_horizon > std::max(run.opt.lookahead, future ? future->horizon : 0);
   }
 };
 

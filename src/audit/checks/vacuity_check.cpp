@@ -4,6 +4,7 @@
 
 #include "audit/audit_prober.h"
 #include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
 #include "audit/checks/json_fields.h"
 #include "audit/precision_switch.h"
 
@@ -17,15 +18,20 @@ class VacuityCheck : public Check {
   bool in_structural_pass() const override { return true; }
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
-    run.prec.to_own();  // in the target's own precision
-    r.past_effect = run.prober.past_effect(run.L);
+    const InPrecision own = run.prec.in_own();
+    r.past_effect = run.prober.past_effect(own, run.L);
     r.vacuous = r.past_effect == 0.0;
     if (r.vacuous)
-      r.notes.push_back(r.leak_horizon > 0
+      r.notes.push_back(future_horizon(run) > 0
                             ? "no output depends on earlier inputs (replacing the first half moved nothing): this "
                               "model reads only the present and the future"
                             : "vacuous: no output depends on earlier inputs either (replacing the first half moved "
                               "nothing), so 'causal' says little about this model");
+  }
+  // What the future tables decided (0 when they did not run).
+  static int64_t future_horizon(const AuditRun& run) {
+    const FutureHorizon* future = run.outputs.get<FutureHorizon>();
+    return future ? future->horizon : 0;
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override {
     j["vacuous"] = r.vacuous;

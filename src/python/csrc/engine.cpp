@@ -58,7 +58,7 @@ at::ScalarType dtype_from_name(const std::string& name) {
   return it == names.end() ? at::kFloat : it->second;
 }
 
-std::string dtype_name(at::ScalarType t) {
+std::string adapter_dtype_name(at::ScalarType t) {  // the adapter's names (_adapter._DTYPES)
   switch (t) {
     case at::kDouble: return "float64";
     case at::kHalf: return "float16";
@@ -197,7 +197,7 @@ class PyModuleTarget : public ModelFileTarget {
   }
   // float64 runs a converted copy (copy.deepcopy(module).double()); the own dtype the module itself.
   bool to_dtype(at::ScalarType dtype, std::string* why) override {
-    const std::string failed = guarded([&] { return adapter_.attr("to_dtype")(dtype_name(dtype)).cast<std::string>(); });
+    const std::string failed = guarded([&] { return adapter_.attr("to_dtype")(adapter_dtype_name(dtype)).cast<std::string>(); });
     if (!failed.empty()) {
       if (why) *why = failed;
       return false;
