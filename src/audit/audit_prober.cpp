@@ -289,44 +289,36 @@ void Prober::run_passes(const ProbeRows& pr, EffectTable& table, Pass& pass, con
   };
   const int64_t probes_before = pass.probes;
 
-  if (isolated(pr.mode)) {  // one sequence per pass (as two identical rows: see run_alone)
-    const auto [y_base, scale] = base_pass([&] {  // [T, L, K]: base b's sequence alone
-      std::vector<at::Tensor> ys;
-      for (int64_t b = 0; b < T; ++b) ys.push_back(seeded_alone(pr.bases.narrow(0, b, 1)));
-      return at::cat(ys, 0);
-    });
-    int64_t stopped_at = L;  // the first cut not probed
-    for (int64_t r = 0; r < R; ++r) {
-      const int64_t c = column(r);
-      if (parts && c < parts->next_cut) continue;  // an earlier part probed it
-      if (done && r % pr.per_column == 0 && (*done)(table, c)) {
-        stopped_at = c;
-        break;
-      }
-      if (plan.sharded && !audit_owns_chunk(r)) continue;  // data-parallel: another rank's row (audit_shard.h)
-      auto y = seeded_alone(pr.rows.narrow(0, r, 1));
-      const int64_t b = r % T;
-      record((y - y_base.narrow(0, b, 1)).abs().amax(-1).to(at::kDouble).div(scale.narrow(0, b, 1).view({1, 1})).contiguous(),
-             r, 1);
-    }
-    if (parts) parts->next_cut = stopped_at;
-  } else {
-    // The screen reads only whether a row moved: its passes hold no more rows than it has.
-    const int64_t chunk = plan.screen ? std::min(std::max<int64_t>(1, opt_.batch), R)
+  // Chunks: one row alone in a mode whose rows mix (as two identical rows: see run_alone), else a
+  // multiple of T rows; the screen reads only whether a row moved, so its passes hold no more rows
+  // than it has. The base: the bases tiled to the chunk's shape, or each base alone.
+  const bool alone = isolated(pr.mode);
+  const int64_t chunk = alone        ? 1
+                        : plan.screen ? std::min(std::max<int64_t>(1, opt_.batch), R)
                                       : std::max<int64_t>(1, opt_.batch / T) * T;
-    auto base_batch = pr.bases.index_select(0, at::arange(chunk, at::kLong).remainder(T));
-    const auto [y_base, scale] = base_pass([&] { return seeded_run(base_batch, true); });  // [chunk, L, K], [chunk]
-    for (int64_t start = 0; start < R; start += chunk) {
-      const int64_t first_cut = column(start);
-      if (parts && first_cut < parts->next_cut) continue;  // an earlier part probed it
-      // Data-parallel, each rank asks with its own part of the table: a part can only end a table
-      // later than the whole would, never earlier.
-      if (done && (*done)(table, first_cut)) break;
-      if (parts) parts->next_cut = start + chunk < R ? column(start + chunk) : L;
-      if (plan.sharded && !audit_owns_chunk(start / chunk)) continue;  // another rank's chunk (audit_shard.h)
-      const int64_t n = std::min(chunk, R - start);
-      auto y = seeded_run(padded_to(pr.rows.narrow(0, start, n), chunk), false);  // finiteness: max_abs_diff
-      // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
+  const auto [y_base, scale] = base_pass([&] {  // [chunk, L, K] (alone: [T, L, K]), [chunk] ([T])
+    if (!alone) return seeded_run(pr.bases.index_select(0, at::arange(chunk, at::kLong).remainder(T)), true);
+    std::vector<at::Tensor> ys;
+    for (int64_t b = 0; b < T; ++b) ys.push_back(seeded_alone(pr.bases.narrow(0, b, 1)));
+    return at::cat(ys, 0);
+  });
+  for (int64_t start = 0; start < R; start += chunk) {
+    const int64_t first_cut = column(start);
+    if (parts && first_cut < parts->next_cut) continue;  // an earlier part probed it
+    // Asked where a column starts. Data-parallel, each rank asks with its own part of the table:
+    // a part can only end a table later than the whole would, never earlier.
+    if (done && start % pr.per_column == 0 && (*done)(table, first_cut)) break;
+    if (parts) parts->next_cut = start + chunk < R ? column(start + chunk) : L;
+    if (plan.sharded && !audit_owns_chunk(start / chunk)) continue;  // another rank's chunk (audit_shard.h)
+    const int64_t n = std::min(chunk, R - start);
+    // diff[i, t]: max over features of |y - y_base| at position t of probe row i, relative.
+    if (alone) {
+      const auto y = seeded_alone(pr.rows.narrow(0, start, 1));
+      const int64_t b = start % T;
+      record(max_abs_diff(y, y_base.narrow(0, b, 1)).to(at::kDouble).div(scale.narrow(0, b, 1).view({1, 1})).contiguous(),
+             start, 1);
+    } else {
+      const auto y = seeded_run(padded_to(pr.rows.narrow(0, start, n), chunk), false);  // finiteness: max_abs_diff
       record(max_abs_diff(y, y_base).to(at::kDouble).div(scale.view({chunk, 1})).contiguous(), start, n);
     }
   }

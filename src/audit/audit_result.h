@@ -180,7 +180,9 @@ struct AuditResult {
   bool stopped_early = false;              // stop_when_leaky ended the schedule after a leak
   std::string lengths_why;                 // why the schedule is shorter than the default one ("": it is not)
   std::vector<SkippedLength> lengths_skipped;  // lengths of the schedule where the model does not run
-  bool rounding_only = false;
+  // Causal, though float32 showed future effects: rounding cross-talk that float64 (or the float32
+  // threshold) told apart from a leak.
+  bool rounding_only() const { return leak_horizon == 0 && max_effect_float32 > 0.0; }
   int64_t probes = 0;
   double seconds = 0;
   std::string precision;         // float32 | float64: the precision that decided

@@ -164,7 +164,7 @@ SuiteCaseResult run_audited_case(const SuiteCase& sc, ModelFileTarget& target, b
   res.train_from_eval = r.train_from_eval;
   res.verdict = verdict_name(r.verdict());
   res.horizon = r.leak_horizon;
-  res.rounding_only = r.rounding_only;
+  res.rounding_only = r.rounding_only();
   res.seconds = r.seconds;
   std::vector<ViolationKind> kinds;
   for (const auto& v : r.violations) kinds.push_back(v.kind);

@@ -48,7 +48,7 @@ TEST(AuditBuiltin, PastAndAttentionCausalFutureLeaksWithPredictedHorizon) {
   auto past = audit(tiny("past", {1, 2, 4}, "per-layer", 3), 24);
   EXPECT_EQ(past.verdict(), Verdict::kCausal);
   EXPECT_EQ(past.leak_horizon, 0);
-  EXPECT_FALSE(past.rounding_only);
+  EXPECT_FALSE(past.rounding_only());
   EXPECT_FALSE(past.vacuous);
   EXPECT_TRUE(past.gradient.ran && past.gradient.agrees);
 

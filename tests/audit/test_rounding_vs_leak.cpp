@@ -38,7 +38,7 @@ TEST(RoundingVsLeak, FftCausalConvolutionIsCausalWithARoundingNote) {
   FunctionTarget t("fft-2L", 3, [](const at::Tensor& x, bool) { return fft_causal_conv(x); });
   auto r = run_causality_audit(t, opts(48));
   EXPECT_EQ(r.verdict(), Verdict::kCausal);
-  EXPECT_TRUE(r.rounding_only);
+  EXPECT_TRUE(r.rounding_only());
   EXPECT_GT(r.max_effect_float32, 0.0);       // float32 does see cross-talk ...
   EXPECT_LT(r.max_effect, kLeakThreshold64);  // ... that vanishes in float64
   EXPECT_EQ(r.precision, "float64");
@@ -61,7 +61,7 @@ TEST(RoundingVsLeak, DependenceOfOneMillionthIsLeaky) {
   auto r = run_causality_audit(t, opts(32));
   EXPECT_EQ(r.verdict(), Verdict::kLeaky);
   EXPECT_EQ(r.leak_horizon, 1);
-  EXPECT_FALSE(r.rounding_only);
+  EXPECT_FALSE(r.rounding_only());
   EXPECT_GT(r.max_effect, 1e-7);
   EXPECT_EQ(r.gradient.verdict(), Verdict::kLeaky);
 }

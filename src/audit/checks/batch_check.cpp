@@ -23,10 +23,11 @@ class BatchCheck : public Check {
 
   void run(AuditRun& run) override {
     CoupledModes coupled = measure(run);
-    // Train mode proven equal to eval mode shares its coupling.
-    const auto& m = coupled.modes;
-    if (run.r.train_from_eval && std::find(m.begin(), m.end(), AuditMode::kEval) != m.end())
-      coupled.modes.push_back(AuditMode::kTrain);
+    // A mode not probed (train mode proven equal to eval mode) shares eval mode's coupling.
+    const bool eval_coupled = std::find(coupled.modes.begin(), coupled.modes.end(), AuditMode::kEval) != coupled.modes.end();
+    for (AuditMode mode : run.modes)
+      if (eval_coupled && std::find(run.probed.begin(), run.probed.end(), mode) == run.probed.end())
+        coupled.modes.push_back(mode);
     run.outputs.put(std::move(coupled));
   }
 

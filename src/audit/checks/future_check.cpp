@@ -39,13 +39,15 @@ EffectTable decide_probed(PrecisionSwitch& prec, Prober& prober, AuditMode mode,
   return dec.value;
 }
 
-// train_from_eval: the train-mode table of each length is the eval-mode one (proven equal), so
-// it is copied, not probed.
-bool copied(AuditMode mode, bool train_from_eval) { return mode == AuditMode::kTrain && train_from_eval; }
-void copy_train_from_eval(DecidedTables& d, bool train_from_eval) {
+// A mode audited but not probed (AuditRun::probed: train mode proven equal to eval mode) has
+// the eval-mode table of each length, copied.
+bool copied(AuditMode mode, const std::vector<AuditMode>& probed) {
+  return std::find(probed.begin(), probed.end(), mode) == probed.end();
+}
+void copy_unprobed(DecidedTables& d, const std::vector<AuditMode>& probed) {
   for (int64_t len : d.lens_run)
     for (AuditMode mode : d.modes_run)
-      if (copied(mode, train_from_eval)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
+      if (copied(mode, probed)) d.decisive.tables[{mode, len}] = d.decisive.tables.at({AuditMode::kEval, len});
 }
 
 // Every table of the schedule, lengths outer and modes inner (eval first at every length: a
@@ -57,12 +59,12 @@ void copy_train_from_eval(DecidedTables& d, bool train_from_eval) {
 // is the same bits.
 DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                               const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                              bool train_from_eval) {
+                              const std::vector<AuditMode>& probed) {
   DecidedTables d;
   d.lens_planned = lens;
   d.modes_planned = modes;
   const bool each = opt.stop_when_leaky;
-  std::vector<std::pair<TableKey, EffectTable>> probed;  // without stop_when_leaky: decided after the loop
+  std::vector<std::pair<TableKey, EffectTable>> undecided;  // without stop_when_leaky: decided after the loop
   for (size_t li = 0; li < lens.size() && !d.stopped_early; ++li) {
     const int64_t len = lens[li];
     d.lens_run.push_back(len);
@@ -70,7 +72,7 @@ DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const Audit
       const AuditMode mode = modes[mi];
       if (std::find(d.modes_run.begin(), d.modes_run.end(), mode) == d.modes_run.end()) d.modes_run.push_back(mode);
       const TableKey key{mode, len};
-      if (copied(mode, train_from_eval)) {
+      if (copied(mode, probed)) {
         if (!each) continue;  // copied once every table is in
         d.decisive.tables[key] = d.decisive.tables.at({AuditMode::kEval, len});
       } else {
@@ -80,7 +82,7 @@ DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const Audit
           t32 = prober.probe_table(own, mode, len, d.first);
         }
         if (!each) {
-          probed.emplace_back(key, std::move(t32));
+          undecided.emplace_back(key, std::move(t32));
           continue;
         }
         d.decisive.tables[key] = decide_probed(prec, prober, mode, t32, d);
@@ -97,8 +99,8 @@ DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const Audit
     }
   }
   if (each) return d;
-  for (const auto& [key, t32] : probed) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
-  copy_train_from_eval(d, train_from_eval);
+  for (const auto& [key, t32] : undecided) d.decisive.tables[key] = decide_probed(prec, prober, key.first, t32, d);
+  copy_unprobed(d, probed);
   return d;
 }
 
@@ -110,31 +112,31 @@ DecidedTables decide_schedule(PrecisionSwitch& prec, Prober& prober, const Audit
 // or two, and the tables are decided from the first without the screen, exactly as with
 // --probe-every-row (the screen's rows are added to the probe count).
 std::optional<DecidedTables> screened_schedule(PrecisionSwitch& prec, Prober& prober, const std::vector<int64_t>& lens,
-                                               const std::vector<AuditMode>& modes, bool train_from_eval,
+                                               const std::vector<AuditMode>& modes, const std::vector<AuditMode>& probed,
                                                Pass& screen) {
   std::vector<int64_t> shortest_first = lens;
   std::stable_sort(shortest_first.begin(), shortest_first.end());
   std::vector<TableKey> keys;
   for (int64_t len : shortest_first)
     for (AuditMode mode : modes)
-      if (!copied(mode, train_from_eval)) keys.emplace_back(mode, len);
+      if (!copied(mode, probed)) keys.emplace_back(mode, len);
   auto zeros = screen_all_zero(prec, prober, keys, Side::kFuture, screen);
   if (!zeros) return std::nullopt;
   DecidedTables d;
   d.lens_planned = d.lens_run = lens;
   d.modes_planned = d.modes_run = modes;
   for (size_t i = 0; i < keys.size(); ++i) d.decisive.tables[keys[i]] = std::move((*zeros)[i]);
-  copy_train_from_eval(d, train_from_eval);
+  copy_unprobed(d, probed);
   return d;
 }
 
 DecidedTables decide_tables(PrecisionSwitch& prec, Prober& prober, const AuditOptions& opt,
                             const std::vector<int64_t>& lens, const std::vector<AuditMode>& modes,
-                            bool train_from_eval) {
+                            const std::vector<AuditMode>& probed) {
   Pass screen;
   std::optional<DecidedTables> d;
-  if (screen_wanted(opt)) d = screened_schedule(prec, prober, lens, modes, train_from_eval, screen);
-  if (!d) d = decide_schedule(prec, prober, opt, lens, modes, train_from_eval);
+  if (screen_wanted(opt)) d = screened_schedule(prec, prober, lens, modes, probed, screen);
+  if (!d) d = decide_schedule(prec, prober, opt, lens, modes, probed);
   d->first.probes += screen.probes;
   return std::move(*d);
 }
@@ -162,7 +164,7 @@ void search_routing(AuditRun& run, DecidedTables& d) {
     d.searched[{mode, run.L}] = std::move(kept);
   };
   search_probed_modes(run, Side::kFuture, known, merge);
-  copy_train_from_eval(d, run.r.train_from_eval);
+  copy_unprobed(d, run.probed);
 }
 
 // Horizons per mode, per length and overall, and the first leaking cut (at the main length L
@@ -231,14 +233,13 @@ void summarise_tables(const DecidedTables& d, int64_t L, AuditResult& r) {
 
   summarise_horizons(d, L, r);
   r.max_effect = d.decisive.max_cell();
-  r.rounding_only = r.leak_horizon == 0 && r.max_effect_float32 > 0.0;
-  if (r.rounding_only && d.decisive.dtype() == at::kDouble)
+  if (r.rounding_only() && d.decisive.dtype() == at::kDouble)
     r.notes.push_back(fmt::format(
         "rounding only: float32 showed future effects up to {:.3g} (relative) that fall to {:.3g} in float64, "
         "below the {:.3g} leak threshold: arithmetic mixes positions at rounding level, outputs do not depend on "
         "the future",
         r.max_effect_float32, r.max_effect, d.threshold));
-  else if (r.rounding_only)
+  else if (r.rounding_only())
     r.notes.push_back(fmt::format(
         "rounding only (float32 decided): future effects up to {:.3g} (relative), below the float32 threshold {:g}",
         r.max_effect_float32, d.threshold));
@@ -281,7 +282,7 @@ class FutureCheck : public Check {
     const CoupledModes* coupled = run.outputs.get<CoupledModes>();
     const Prober::IsolatedRows isolated(run.prober, coupled ? coupled->modes : std::vector<AuditMode>{});
     run.prober.watch_ops(run.L);  // rides on the first forward at L the tables run
-    DecidedTables d = decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.r.train_from_eval);
+    DecidedTables d = decide_tables(run.prec, run.prober, run.opt, run.lens, run.modes, run.probed);
     run.outputs.put(WatchedOps{run.prober.watched_ops()});
     if (!d.stopped_early && routing_seen(run, Side::kFuture)) search_routing(run, d);
     summarise_tables(d, run.L, run.r);
@@ -329,7 +330,7 @@ class FutureCheck : public Check {
   void write_output_json(const AuditResult& r, nlohmann::json& j) const override {
     j["leak_horizon"] = r.leak_horizon;
     j["max_effect"] = r.max_effect;
-    j["rounding_only"] = r.rounding_only;
+    j["rounding_only"] = r.rounding_only();
   }
   std::vector<std::string> thread_dependent() const override {
     return {"max_effect", "max_effect_float32", "leak_map", "effect_at_horizon", "effect_beyond_horizon",
@@ -341,7 +342,7 @@ class FutureCheck : public Check {
     j["discrete_routing"] = routing_json(r);
     j["max_effect"] = r.max_effect;
     j["first_leaking_cut"] = opt_json(r.first_leaking_cut);
-    j["rounding_only"] = r.rounding_only;
+    j["rounding_only"] = r.rounding_only();
     j["max_effect_float32"] = r.max_effect_float32;
     j["effect_at_horizon"] = opt_json(r.effect_at_horizon);
     j["effect_beyond_horizon"] = opt_json(r.effect_beyond_horizon);
@@ -365,7 +366,7 @@ class FutureCheck : public Check {
   std::vector<Expectation> expectations() const override {
     // rounding_only says whether float32 showed exact zeros: a fact about the float32 kernels of
     // the PyTorch that made the suite, compared only on that version (audit_suite.cpp).
-    return {{"rounding_only", [](const AuditResult& r) { return nlohmann::json(r.rounding_only); }, true},
+    return {{"rounding_only", [](const AuditResult& r) { return nlohmann::json(r.rounding_only()); }, true},
             {"discrete_routing", [](const AuditResult& r) { return nlohmann::json(r.discrete_routing.has_value()); }},
             {"horizon_bound", [](const AuditResult& r) { return nlohmann::json(r.horizon_lower_bound ? "lower" : "exact"); }}};
   }
