@@ -250,6 +250,14 @@ std::vector<OutputLeaf> ModelSignature::leaves(const c10::IValue& out, int64_t b
   return leaves;
 }
 
+at::Tensor ModelSignature::file_leaf(const c10::IValue& out, const std::string& path, const std::string& file) const {
+  try {
+    return leaf(out, path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
+}
+
 at::Tensor ModelSignature::leaf(const c10::IValue& out, const std::string& path) const {
   c10::IValue v = out;
   std::string walked;
