@@ -11,8 +11,7 @@ bool g_sharded = false;
 bool sharded() { return g_sharded && dist::active(); }
 }  // namespace
 
-ShardedAuditScope::ShardedAuditScope() : saved_(g_sharded) { g_sharded = true; }
-ShardedAuditScope::~ShardedAuditScope() { g_sharded = saved_; }
+ShardedAuditScope::ShardedAuditScope() : sharded_(g_sharded, true) {}
 
 bool audit_owns_chunk(int64_t k) { return !sharded() || k % dist::world_size() == dist::rank(); }
 

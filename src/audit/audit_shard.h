@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/scoped_value.h"
+
 namespace grassaudit {
 
 struct EffectTable;  // audit/effect_table.h
@@ -19,12 +21,9 @@ struct Pass;         // audit/audit_prober.h (internal to src/audit)
 class ShardedAuditScope {
  public:
   ShardedAuditScope();
-  ~ShardedAuditScope();
-  ShardedAuditScope(const ShardedAuditScope&) = delete;
-  ShardedAuditScope& operator=(const ShardedAuditScope&) = delete;
 
  private:
-  bool saved_;
+  ScopedValue<bool> sharded_;
 };
 
 // Whether this rank probes chunk k of the current table (always, when not sharded).

@@ -8,21 +8,15 @@
 #include <functional>
 
 #include "util/error.h"
+#include "util/parse_number.h"
 
 namespace grassaudit {
 namespace {
 
 int64_t positive(const std::string& kind, const std::string& num, const std::string& text) {
-  size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(num, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (num.empty() || used != num.size() || n < 1)
-    throw InputError(fmt::format("--input {}: '{}' of {} is not a positive integer", text, num, kind));
-  return n;
+  const std::optional<long long> n = parse_whole_integer(num);
+  if (!n || *n < 1) throw InputError(fmt::format("--input {}: '{}' of {} is not a positive integer", text, num, kind));
+  return *n;
 }
 
 // One step of a leaf path: an index ([3]) or a string key (["logits"]).
@@ -100,13 +94,7 @@ InputBinding InputBinding::parse(const std::string& text) {
   if (head == "const" && colon != std::string::npos) {
     b.kind = Kind::kConst;
     b.value = kind.substr(colon + 1);
-    size_t used = 0;
-    try {
-      (void)std::stod(b.value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (b.value.empty() || used != b.value.size())
+    if (!parse_whole_double(b.value))
       throw InputError(fmt::format("--input '{}': const:VALUE needs a number", text));
     return b;
   }
@@ -260,6 +248,14 @@ std::vector<OutputLeaf> ModelSignature::leaves(const c10::IValue& out, int64_t b
   }
   walk(out, "");
   return leaves;
+}
+
+at::Tensor ModelSignature::file_leaf(const c10::IValue& out, const std::string& path, const std::string& file) const {
+  try {
+    return leaf(out, path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file, e.what()));
+  }
 }
 
 at::Tensor ModelSignature::leaf(const c10::IValue& out, const std::string& path) const {

@@ -76,6 +76,8 @@ class ModelSignature {
   // The leaf at `path` of `out`, time moved to dimension 1 ([B, L, ...] for the prober to check);
   // InputError naming the path when it is missing, not a tensor, or has no dimension K.
   at::Tensor leaf(const c10::IValue& out, const std::string& path) const;
+  // The same for a model read from `file`: the InputError reads "<file>: <why>".
+  at::Tensor file_leaf(const c10::IValue& out, const std::string& path, const std::string& file) const;
 
   // "forward(self, input_ids: Tensor, attention_mask: Tensor = ...)" for messages.
   static std::string describe_arguments(const std::vector<ForwardArgument>& args);

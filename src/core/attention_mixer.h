@@ -20,9 +20,13 @@ void check_attention_heads(int64_t d_model, int64_t heads);
 // names are checkpoint keys (pinned by tests/core/test_checkpoint_keys.cpp), the same for both
 // paths so weights copy across by name.
 class AttentionParamsImpl : public TokenMixerImpl {
- protected:
+ public:
+  // Both paths take this constructor as theirs (the class itself is abstract: no forward).
   // pre_norm: hhat = h + dropout(MHA(LN(h))) instead of the post-norm LN(h + dropout(MHA(h))).
-  AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm);
+  // InputError unless heads >= 1 divides d_model.
+  AttentionParamsImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm = false);
+
+ protected:
   // The sublayer around attn(x) [.., d]: post LN(h + dropout(attn(h))), pre h + dropout(attn(LN(h))).
   template <class Attn>
   torch::Tensor sublayer(const torch::Tensor& h, Attn&& attn) {
@@ -48,8 +52,7 @@ class AttentionParamsImpl : public TokenMixerImpl {
 // The fast path (blocked causal attention for long sequences).
 class AttentionMixerImpl : public AttentionParamsImpl {
  public:
-  AttentionMixerImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm = false)
-      : AttentionParamsImpl(d_model, heads, dropout, pre_norm) {}
+  using AttentionParamsImpl::AttentionParamsImpl;
   torch::Tensor forward(const torch::Tensor& h) override;
 
  private:

@@ -14,9 +14,7 @@ namespace grassaudit {
 
 class AttentionReferenceImpl : public AttentionParamsImpl {
  public:
-  // InputError unless heads >= 1 divides d_model.
-  AttentionReferenceImpl(int64_t d_model, int64_t heads, double dropout, bool pre_norm = false)
-      : AttentionParamsImpl(d_model, heads, dropout, pre_norm) {}
+  using AttentionParamsImpl::AttentionParamsImpl;
   torch::Tensor forward(const torch::Tensor& h) override;
 
  private:

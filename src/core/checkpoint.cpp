@@ -325,18 +325,10 @@ void load_training_state(const std::string& path, const std::string& magic, cons
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path) {
-  LoadedCheckpoint out;
-  out.meta = load_training_archive(path, kMagic, kKind, [&](const nlohmann::json& meta) -> torch::nn::Module& {
-    try {
-      out.config = model_config_from_json(meta["model"]);
-      out.config.validate();
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: bad model config in checkpoint: {}", path, e.what()));
-    }
-    out.model = LanguageModel(out.config);
-    return *out.model;
-  });
-  return out;
+  return load_model_archive<LoadedCheckpoint>(
+      path, kMagic, kKind, "bad model config in checkpoint: ",
+      [](const nlohmann::json& j) { return model_config_from_json(j); },
+      [](const ModelConfig& config) { return LanguageModel(config); });
 }
 
 void load_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/language_model.h"
+#include "util/error.h"
 
 namespace torch {
 namespace optim {
@@ -32,6 +33,26 @@ void save_training_archive(const std::string& path, const std::string& magic, co
 // InputError line naming the file. Returns the meta.
 nlohmann::json load_training_archive(const std::string& path, const std::string& magic, const std::string& kind,
                                      const std::function<torch::nn::Module&(const nlohmann::json& meta)>& build);
+
+// load_training_archive for a model whose config is meta["model"]: read_config parses it and
+// validate() checks it (an InputError then reads "<path>: <config_error><why>"), make builds the
+// module the weights load into. Loaded: {meta, config, model} (LoadedCheckpoint below).
+template <class Loaded, class ReadConfig, class Make>
+Loaded load_model_archive(const std::string& path, const std::string& magic, const std::string& kind,
+                          const std::string& config_error, ReadConfig read_config, Make make) {
+  Loaded out;
+  out.meta = load_training_archive(path, magic, kind, [&](const nlohmann::json& meta) -> torch::nn::Module& {
+    try {
+      out.config = read_config(meta["model"]);
+      out.config.validate();
+    } catch (const InputError& e) {
+      throw InputError(path + ": " + config_error + e.what());
+    }
+    out.model = make(out.config);
+    return *out.model;
+  });
+  return out;
+}
 
 // Restores the optimizer state and the global CPU RNG state of such an archive.
 void load_training_state(const std::string& path, const std::string& magic, const std::string& kind,

@@ -256,18 +256,21 @@ void register_grassmann_mixers(MixerRegistry& registry) {
     m.is_reference = m.reference_twin.empty();  // the literal paths are the references
     return m;
   };
-  registry.add(info("future", "Grassmann, pairs (z_t, z_{t+D}): the paper read literally (sees the future)",
-                    "future", "literal-future"),
-               make(PairDirection::kFuture, false));
-  registry.add(info("past", "Grassmann, pairs (z_t, z_{t-D}): the public reproductions' reading (causal)", "past",
-                    "literal-past"),
-               make(PairDirection::kPast, false));
-  registry.add(info("literal-future", "future, literal per-offset reference path (slow; for tests and bench)",
-                    "future", ""),
-               make(PairDirection::kFuture, true));
-  registry.add(info("literal-past", "past, literal per-offset reference path (slow; for tests and bench)", "past",
-                    ""),
-               make(PairDirection::kPast, true));
+  // Each reading of the pairing is a fast path and its literal twin "literal-<reading>", the
+  // reference it is tested against; the fast paths are registered first.
+  struct Reading {
+    PairDirection direction;
+    std::string base, summary;
+  };
+  const Reading readings[] = {
+      {PairDirection::kFuture, "future", "Grassmann, pairs (z_t, z_{t+D}): the paper read literally (sees the future)"},
+      {PairDirection::kPast, "past", "Grassmann, pairs (z_t, z_{t-D}): the public reproductions' reading (causal)"}};
+  for (const Reading& r : readings)
+    registry.add(info(r.base, r.summary, r.base, "literal-" + r.base), make(r.direction, false));
+  for (const Reading& r : readings)
+    registry.add(info("literal-" + r.base, r.base + ", literal per-offset reference path (slow; for tests and bench)",
+                      r.base, ""),
+                 make(r.direction, true));
 }
 
 }  // namespace grassaudit

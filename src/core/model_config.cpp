@@ -5,6 +5,7 @@
 #include "core/token_mixer.h"
 #include "util/config_json.h"
 #include "util/error.h"
+#include "util/parse_number.h"
 
 namespace grassaudit {
 
@@ -72,16 +73,9 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t used = 0;
-    int64_t value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size())
-      throw InputError(fmt::format("{}: '{}' is not a comma-separated list of integers", what, text));
-    out.push_back(value);
+    const std::optional<long long> value = parse_whole_integer(item);
+    if (!value) throw InputError(fmt::format("{}: '{}' is not a comma-separated list of integers", what, text));
+    out.push_back(*value);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }

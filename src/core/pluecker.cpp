@@ -163,6 +163,25 @@ inline T dot(const T* x, const T* y, int64_t r) {
   return s;
 }
 
+// The partners of anchor row `row` (position t = row % L of its sequence): for each usable
+// offset k whose partner p lies inside the sequence, visit(k, z_p, |z_t|^2, |z_p|^2, z_t.z_p).
+// Both kernels walk the pairs this way, so they see the same pairs and the same dot products.
+template <typename T, class Visit>
+inline void for_each_partner(const T* z, int64_t row, int64_t L, int64_t r, const OffsetPlan& plan, bool future,
+                             Visit&& visit) {
+  const int64_t b = row / L, t = row % L;
+  const T* zt = z + row * r;
+  const T a2 = dot(zt, zt, r);
+  const int64_t nD = static_cast<int64_t>(plan.D.size());
+  for (int64_t k = 0; k < nD; ++k) {
+    const int64_t p = future ? t + plan.D[k] : t - plan.D[k];
+    if (p < 0 || p >= L) continue;
+    const T* zp = z + (b * L + p) * r;
+    const T b2 = dot(zp, zp, r), ab = dot(zt, zp, r);
+    visit(k, zp, a2, b2, ab);
+  }
+}
+
 template <typename T>
 void partner_mean_forward_kernel(const T* z, T* c, int64_t B, int64_t L, int64_t r, const OffsetPlan& plan,
                                  bool future, double eps) {
@@ -170,21 +189,14 @@ void partner_mean_forward_kernel(const T* z, T* c, int64_t B, int64_t L, int64_t
   const int64_t nD = static_cast<int64_t>(plan.D.size());
   at::parallel_for(0, B * L, grain_for(2 * r * std::max<int64_t>(1, nD)), [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
-      const int64_t b = row / L, t = row % L;
-      const T* zt = z + row * r;
       T* ct = c + row * r;
       std::fill(ct, ct + r, T(0));
-      const int64_t K = plan.count[static_cast<size_t>(t)];
+      const int64_t K = plan.count[static_cast<size_t>(row % L)];
       if (K == 0) continue;
-      const T a2 = dot(zt, zt, r);
-      for (int64_t k = 0; k < nD; ++k) {
-        const int64_t p = future ? t + plan.D[k] : t - plan.D[k];
-        if (p < 0 || p >= L) continue;
-        const T* zp = z + (b * L + p) * r;
-        const T b2 = dot(zp, zp, r), ab = dot(zt, zp, r);
+      for_each_partner(z, row, L, r, plan, future, [&](int64_t, const T* zp, T a2, T b2, T ab) {
         const T n = std::sqrt(std::max(a2 * b2 - ab * ab, eps2));
         for (int64_t i = 0; i < r; ++i) ct[i] += zp[i] / n;
-      }
+      });
       const T Kt = static_cast<T>(K);
       for (int64_t i = 0; i < r; ++i) ct[i] /= Kt;
     }
@@ -205,20 +217,14 @@ void partner_mean_backward_kernel(const T* z, const T* gc, T* gz, int64_t B, int
   const int64_t grain = grain_for(4 * r * std::max<int64_t>(1, nD));
   at::parallel_for(0, B * L, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
-      const int64_t b = row / L, t = row % L;
       const T* zt = z + row * r;
       const T* gct = gc + row * r;
       T* gzt = gz + row * r;
       std::fill(gzt, gzt + r, T(0));
-      const int64_t K = plan.count[static_cast<size_t>(t)];
+      const int64_t K = plan.count[static_cast<size_t>(row % L)];
       if (K == 0) continue;
-      const T a2 = dot(zt, zt, r);
       const T Kt = static_cast<T>(K);
-      for (int64_t k = 0; k < nD; ++k) {
-        const int64_t p = future ? t + plan.D[k] : t - plan.D[k];
-        if (p < 0 || p >= L) continue;
-        const T* zp = z + (b * L + p) * r;
-        const T b2 = dot(zp, zp, r), ab = dot(zt, zp, r);
+      for_each_partner(z, row, L, r, plan, future, [&](int64_t k, const T* zp, T a2, T b2, T ab) {
         const T x = a2 * b2 - ab * ab;
         const T n = std::sqrt(std::max(x, eps2));
         const T s = T(1) / (Kt * n);
@@ -230,7 +236,7 @@ void partner_mean_backward_kernel(const T* z, const T* gc, T* gz, int64_t B, int
         cf[0] = s;
         cf[1] = q2 * a2;
         cf[2] = -q2 * ab;
-      }
+      });
     }
   });
   at::parallel_for(0, B * L, grain, [&](int64_t r0, int64_t r1) {

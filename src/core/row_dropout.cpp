@@ -20,7 +20,7 @@
 namespace grassaudit {
 namespace {
 // {global_rows, first, rows}; global_rows == 0: no scope.
-thread_local int64_t g_rows[3] = {0, 0, 0};
+thread_local std::array<int64_t, 3> g_rows = {0, 0, 0};
 
 constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;  // splitmix64's increment (2^64 / golden ratio)
 
@@ -265,16 +265,8 @@ uint64_t dropout_threshold(double p) {
   return static_cast<uint64_t>(std::llround(p * 4294967296.0));  // p * 2^32; 2^32 at p = 1 (nothing kept)
 }
 
-DropoutRowsScope::DropoutRowsScope(int64_t global_rows, int64_t first, int64_t rows) {
-  for (int i = 0; i < 3; ++i) saved_[i] = g_rows[i];
-  g_rows[0] = global_rows;
-  g_rows[1] = first;
-  g_rows[2] = rows;
-}
-
-DropoutRowsScope::~DropoutRowsScope() {
-  for (int i = 0; i < 3; ++i) g_rows[i] = saved_[i];
-}
+DropoutRowsScope::DropoutRowsScope(int64_t global_rows, int64_t first, int64_t rows)
+    : rows_(g_rows, {global_rows, first, rows}) {}
 
 at::Tensor row_sharded_dropout(const at::Tensor& x, double p, bool train) {
   dropout_threshold(p);  // p outside [0, 1] throws, in eval too

@@ -17,11 +17,14 @@
 // saved uint8 mask. Other devices and dtypes keep ATen's Bernoulli noise (drawn for the whole
 // global batch inside a DropoutRowsScope). reference_row_dropout() is the readable version of the
 // CPU kernel, kept beside it for the tests.
+#include <array>
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
+
+#include "util/scoped_value.h"
 
 namespace grassaudit {
 
@@ -31,12 +34,9 @@ namespace grassaudit {
 class DropoutRowsScope {
  public:
   DropoutRowsScope(int64_t global_rows, int64_t first, int64_t rows);
-  ~DropoutRowsScope();
-  DropoutRowsScope(const DropoutRowsScope&) = delete;
-  DropoutRowsScope& operator=(const DropoutRowsScope&) = delete;
 
  private:
-  int64_t saved_[3];
+  ScopedValue<std::array<int64_t, 3>> rows_;  // global_rows, first, rows
 };
 
 // x: [rows * k, ...] -> same shape. Identity when !train or p == 0; zeros when p == 1; p outside

@@ -1,11 +1,9 @@
 #include "nli/nli_checkpoint.h"
 
 #include <ATen/ATen.h>
-#include <fmt/format.h>
 #include <torch/optim/optimizer.h>
 
 #include "core/checkpoint.h"
-#include "util/error.h"
 
 namespace grassaudit {
 namespace {
@@ -21,18 +19,9 @@ void save_nli_checkpoint(const std::string& path, NliModel& model, torch::optim:
 }
 
 LoadedNliCheckpoint load_nli_checkpoint(const std::string& path) {
-  LoadedNliCheckpoint out;
-  out.meta = load_training_archive(path, kMagic, kKind, [&](const nlohmann::json& meta) -> torch::nn::Module& {
-    try {
-      out.config = nli_config_from_json(meta["model"]);
-      out.config.validate();
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: {}", path, e.what()));
-    }
-    out.model = NliModel(out.config, at::zeros({out.config.full_vocab}, at::kLong));
-    return *out.model;
-  });
-  return out;
+  return load_model_archive<LoadedNliCheckpoint>(
+      path, kMagic, kKind, "", [](const nlohmann::json& j) { return nli_config_from_json(j); },
+      [](const NliConfig& config) { return NliModel(config, at::zeros({config.full_vocab}, at::kLong)); });
 }
 
 void load_nli_optimizer_and_rng(const std::string& path, torch::optim::Optimizer& optimizer) {

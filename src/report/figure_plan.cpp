@@ -19,6 +19,16 @@ namespace {
 
 std::string q(const std::string& s) { return gnuplot_quote(s); }
 
+// Ends `body` (its settings) with the plot command of `plots` and adds the figure `name` to the
+// plan's script, taller by one legend line per plot (the legend stands below the axes).
+void add_plots_legend_below(FigurePlan& plan, const std::string& name, std::string body,
+                            const std::vector<std::string>& plots) {
+  body += "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
+  body += "\n";
+  plan.script += both_terminals(name, body, 1000, 540 + 16 * static_cast<int>(plots.size()));
+}
+
 // Unique, file-safe stems for run names (sorted input gives stable suffixes).
 std::map<std::string, std::string> run_stems(const std::vector<RunRecord>& runs) {
   std::map<std::string, std::string> out;
@@ -121,10 +131,7 @@ void plan_ppl(const std::vector<RunRecord>& runs, const Published& pub,
   if (x_max <= 10) body += "set xtics 1\n";  // whole epochs; gnuplot would tick every 0.5
   // The legend below the plot: run names are long, and beside it they squeezed the axes.
   body += "set logscale y\nset grid\nset key below left Left reverse\n";
-  body += "plot ";
-  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
-  body += "\n";
-  plan.script += both_terminals("ppl", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
+  add_plots_legend_below(plan, "ppl", body, plots);
 
   std::string caption = "From each run's metrics.jsonl (validation evaluations).";
   if (any_pooled) {
@@ -183,10 +190,7 @@ void plan_train_loss(const std::vector<RunRecord>& runs,
   body += "set xlabel 'epoch (fractional, as logged with each step)'\n";
   body += "set ylabel 'training cross-entropy (nats per token)'\n";
   body += "set yrange [0:*]\nset grid\nset key below left Left reverse\n";
-  body += "plot ";
-  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
-  body += "\n";
-  plan.script += both_terminals("train-loss", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
+  add_plots_legend_below(plan, "train-loss", body, plots);
   std::string caption =
       "From each language-model run's metrics.jsonl (\"train\" records): the cross-entropy, in "
       "nats per token, of the one training batch at each logged step (training mode, dropout on, "
@@ -335,10 +339,7 @@ void plan_learning_curves(const std::vector<RunRecord>& runs, const Published& p
   body += "set xlabel 'epoch'\nset ylabel 'validation perplexity (log scale)'\n";
   body += fmt::format("set xrange [0:{:.0f}]\n", std::ceil(max_epoch) + 1);
   body += "set logscale y\nset grid\nset key below left Left reverse\n";
-  body += "plot ";
-  for (size_t i = 0; i < plots.size(); ++i) body += (i ? ", \\\n     " : "") + plots[i];
-  body += "\n";
-  plan.script += both_terminals("learning-curves", body, 1000, 540 + 16 * static_cast<int>(plots.size()));
+  add_plots_legend_below(plan, "learning-curves", body, plots);
 
   std::string caption =
       "Our runs trained to their best epoch (early stopping): validation perplexity at every "

@@ -9,6 +9,7 @@
 #include "report/format.h"
 #include "report/json_io.h"
 #include "util/error.h"
+#include "util/parse_number.h"
 
 namespace grassaudit {
 namespace {
@@ -159,18 +160,12 @@ PublishedGap read_gap(const json& g, const std::string& where) {
     throw InputError(where + ": gap_published 'text' must be a percentage like \"22.6%\"");
   }
   const std::string digits = gap.text.substr(0, gap.text.size() - 1);
-  size_t used = 0;
-  double printed = 0;
-  try {
-    printed = std::stod(digits, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != digits.size()) throw InputError(where + ": gap_published 'text' is not a number: " + gap.text);
+  const std::optional<double> printed = parse_whole_double(digits);
+  if (!printed) throw InputError(where + ": gap_published 'text' is not a number: " + gap.text);
   const size_t dot = digits.find('.');
   const int decimals = dot == std::string::npos ? 0 : static_cast<int>(digits.size() - dot - 1);
   const double computed = gap_percent(gap);
-  if (std::fabs(computed - printed) > 0.5 * std::pow(10.0, -decimals) + 1e-9) {
+  if (std::fabs(computed - *printed) > 0.5 * std::pow(10.0, -decimals) + 1e-9) {
     throw InputError(where + ": gap_published \"" + gap.text + "\" does not match its perplexities (" +
                      fmt_shortest(gap.grassmann_ppl) + " / " + fmt_shortest(gap.transformer_ppl) +
                      " gives " + fmt::format("{:.2f}", computed) + "%)");

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/parse_number.h"
 #include "util/sha256.h"
 
 namespace grassaudit::dist {
@@ -102,12 +103,8 @@ std::string env_or_empty(const char* name) { return env_value(name); }
 
 int64_t env_int(const char* name, int64_t lo, int64_t hi) {
   const std::string v = env_or_empty(name);
-  try {
-    size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used == v.size() && x >= lo && x <= hi) return x;
-  } catch (const std::exception&) {
-  }
+  const std::optional<long long> x = parse_whole_integer(v);
+  if (x && *x >= lo && *x <= hi) return *x;
   throw InputError(fmt::format("environment variable {}='{}' must be an integer in [{}, {}]", name, v, lo, hi));
 }
 

@@ -32,18 +32,27 @@ TrainConfig paper_train(int64_t batch) {
   return t;
 }
 
-ModelConfig paper_model(int64_t layers, int64_t L, std::vector<int64_t> offsets) {
+// Every preset's model: the paper's dropout 0.1 and one offset per layer; the sizes vary.
+struct ModelSize {
+  int64_t d_model, rank, heads, d_ff;
+};
+
+ModelConfig preset_model(const ModelSize& size, int64_t layers, int64_t L, std::vector<int64_t> offsets) {
   ModelConfig m;
-  m.d_model = 256;
-  m.rank = 32;
+  m.d_model = size.d_model;
+  m.rank = size.rank;
   m.layers = layers;
   m.max_len = L;
-  m.heads = 4;
-  m.d_ff = 1024;
+  m.heads = size.heads;
+  m.d_ff = size.d_ff;
   m.dropout = 0.1;
   m.offsets = std::move(offsets);
   m.offset_mode = "per-layer";
   return m;
+}
+
+ModelConfig paper_model(int64_t layers, int64_t L, std::vector<int64_t> offsets) {
+  return preset_model({/*d_model=*/256, /*rank=*/32, /*heads=*/4, /*d_ff=*/1024}, layers, L, std::move(offsets));
 }
 
 std::vector<Preset> all_presets() {
@@ -68,15 +77,8 @@ std::vector<Preset> all_presets() {
   // training plus ~2-3 minutes of evaluation and audit gates for the slowest mixer (attention).
   {
     Preset s{"cpu-small", "reduced model: one epoch of WikiText-2 in ~20 min per mixer on 2 CPU cores", {}, {}};
-    s.model.d_model = 128;
-    s.model.rank = 16;
-    s.model.layers = 4;
-    s.model.max_len = 128;
-    s.model.heads = 4;
-    s.model.d_ff = 512;
-    s.model.dropout = 0.1;
-    s.model.offsets = {1, 2, 4, 8};  // the paper's schedule, first four layers
-    s.model.offset_mode = "per-layer";
+    // The paper's offset schedule, its first four layers.
+    s.model = preset_model({/*d_model=*/128, /*rank=*/16, /*heads=*/4, /*d_ff=*/512}, 4, 128, {1, 2, 4, 8});
     s.train = paper_train(32);
     s.train.epochs = 1;
     // One epoch only: a higher peak rate and a short warmup so that the single pass learns
@@ -90,15 +92,7 @@ std::vector<Preset> all_presets() {
   // tiny: for tests only (seconds). Evaluation is limited to the first 4,096 tokens of a split.
   {
     Preset t{"tiny", "test-only: a very small model, evaluation on the first 4,096 tokens", {}, {}};
-    t.model.d_model = 16;
-    t.model.rank = 4;
-    t.model.layers = 2;
-    t.model.max_len = 16;
-    t.model.heads = 2;
-    t.model.d_ff = 32;
-    t.model.dropout = 0.1;
-    t.model.offsets = {1, 2};
-    t.model.offset_mode = "per-layer";
+    t.model = preset_model({/*d_model=*/16, /*rank=*/4, /*heads=*/2, /*d_ff=*/32}, 2, 16, {1, 2});
     t.train.batch = 4;
     t.train.eval_batch = 16;
     t.train.epochs = 1;

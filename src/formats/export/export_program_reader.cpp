@@ -34,6 +34,22 @@ std::map<std::string, std::pair<int64_t, int64_t>> range_constraints(const json&
   return ranges;
 }
 
+// The graph's `what`s ("input", "output") and the signature's specs of them, one to one: calls
+// visit(i, the graph's i-th, the spec's kind, its value, "<what> i (<kind>)" for messages).
+template <class Visit>
+void for_each_spec(const json& graph, const json& sig, const std::string& what, Visit visit) {
+  const json& items = field(graph, (what + "s").c_str(), "graph");
+  const json& specs = field(sig, (what + "_specs").c_str(), "signature");
+  if (items.size() != specs.size())
+    throw InputError(fmt::format("the graph has {} {}s but its signature describes {}", items.size(), what,
+                                 specs.size()));
+  const std::string spec_name = "an " + what + " spec";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto [kind, v] = kind_of(specs[i], spec_name.c_str());
+    visit(i, items[i], kind, v, fmt::format("{} {} ({})", what, i, kind));
+  }
+}
+
 }  // namespace
 
 // The graph's placeholders and what each one is (input_specs, in the same order): a user input
@@ -43,14 +59,8 @@ void ExportedProgram::Impl::parse_inputs(const json& graph, const json& sig,
                                          const std::map<std::string, at::Tensor>& state,
                                          const std::map<std::string, at::Tensor>& consts) {
   const json& tensor_values = graph.value("tensor_values", json::object());
-  const json& graph_inputs = field(graph, "inputs", "graph");
-  const json& input_specs = field(sig, "input_specs", "signature");
-  if (graph_inputs.size() != input_specs.size())
-    throw InputError(fmt::format("the graph has {} inputs but its signature describes {}", graph_inputs.size(),
-                                 input_specs.size()));
-  for (size_t i = 0; i < input_specs.size(); ++i) {
-    auto [kind, v] = kind_of(input_specs[i], "an input spec");
-    const std::string where = fmt::format("input {} ({})", i, kind);
+  for_each_spec(graph, sig, "input", [&](size_t i, const json&, const std::string& kind, const json* v,
+                                         const std::string& where) {
     InputSource src;
     std::string name;
     auto tensor_named = [&](const std::map<std::string, at::Tensor>& from, const std::string& key,
@@ -59,6 +69,15 @@ void ExportedProgram::Impl::parse_inputs(const json& graph, const json& sig,
       if (it == from.end())
         throw InputError(fmt::format("the graph reads {} '{}', which the archive does not hold", what, key));
       return it->second;
+    };
+    // A stored tensor: the placeholder's name under "arg", the tensor's own under `key`, appended
+    // to `list` (its value from `find`) as a source of kind `k`.
+    auto stored_tensor = [&](const char* key, InputSource::K k, auto& list, auto find) {
+      name = field(field(*v, "arg", where), "name", where).get<std::string>();
+      const std::string own = field(*v, key, where).get<std::string>();
+      src.k = k;
+      src.index = list.size();
+      list.emplace_back(own, find(own));
     };
     if (kind == "user_input") {
       auto [k2, v2] = kind_of(field(*v, "arg", where), "a user input");
@@ -93,24 +112,16 @@ void ExportedProgram::Impl::parse_inputs(const json& graph, const json& sig,
       src.index = user_inputs.size();
       user_inputs.push_back(in);
     } else if (kind == "parameter") {
-      name = field(field(*v, "arg", where), "name", where).get<std::string>();
-      const std::string p = field(*v, "parameter_name", where).get<std::string>();
-      src.k = InputSource::K::kParameter;
-      src.index = parameters.size();
-      parameters.emplace_back(p, tensor_named(state, p, "parameter"));
+      stored_tensor("parameter_name", InputSource::K::kParameter, parameters,
+                    [&](const std::string& p) { return tensor_named(state, p, "parameter"); });
     } else if (kind == "buffer") {
-      name = field(field(*v, "arg", where), "name", where).get<std::string>();
-      const std::string b = field(*v, "buffer_name", where).get<std::string>();
-      src.k = InputSource::K::kBuffer;
-      src.index = buffers.size();
       // Non-persistent buffers travel with the constants.
-      buffers.emplace_back(b, state.count(b) ? state.at(b) : tensor_named(consts, b, "buffer"));
+      stored_tensor("buffer_name", InputSource::K::kBuffer, buffers, [&](const std::string& b) {
+        return state.count(b) ? state.at(b) : tensor_named(consts, b, "buffer");
+      });
     } else if (kind == "tensor_constant") {
-      name = field(field(*v, "arg", where), "name", where).get<std::string>();
-      const std::string c = field(*v, "tensor_constant_name", where).get<std::string>();
-      src.k = InputSource::K::kConstant;
-      src.index = constants.size();
-      constants.emplace_back(c, tensor_named(consts, c, "tensor constant"));
+      stored_tensor("tensor_constant_name", InputSource::K::kConstant, constants,
+                    [&](const std::string& c) { return tensor_named(consts, c, "tensor constant"); });
     } else if (kind == "constant_input") {
       name = field(*v, "name", where).get<std::string>();
       auto [k2, v2] = kind_of(field(*v, "value", where), "a constant input");
@@ -126,23 +137,17 @@ void ExportedProgram::Impl::parse_inputs(const json& graph, const json& sig,
     }
     src.slot = new_slot(name, where);
     sources.push_back(std::move(src));
-  }
+  });
   if (user_inputs.empty()) throw InputError("the exported forward takes no tensor input");
 
 }
 
 // User outputs (the forward's result) and buffer mutations, in graph order.
 void ExportedProgram::Impl::parse_outputs(const json& graph, const json& sig) {
-  const json& graph_outputs = field(graph, "outputs", "graph");
-  const json& output_specs = field(sig, "output_specs", "signature");
-  if (graph_outputs.size() != output_specs.size())
-    throw InputError(fmt::format("the graph has {} outputs but its signature describes {}", graph_outputs.size(),
-                                 output_specs.size()));
-  for (size_t i = 0; i < output_specs.size(); ++i) {
-    auto [kind, v] = kind_of(output_specs[i], "an output spec");
-    const std::string where = fmt::format("output {} ({})", i, kind);
+  for_each_spec(graph, sig, "output", [&](size_t, const json& graph_output, const std::string& kind, const json* v,
+                                          const std::string& where) {
     OutputSink sink;
-    sink.value = plain_argument(graph_outputs[i], where);
+    sink.value = plain_argument(graph_output, where);
     if (kind == "user_output") {
       sink.k = OutputSink::K::kUser;
     } else if (kind == "buffer_mutation") {
@@ -157,7 +162,7 @@ void ExportedProgram::Impl::parse_outputs(const json& graph, const json& sig) {
                                    kind));
     }
     sinks.push_back(std::move(sink));
-  }
+  });
 
 }
 

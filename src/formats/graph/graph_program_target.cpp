@@ -115,12 +115,8 @@ c10::IValue GraphProgramTarget::call(const at::Tensor& x) {
 at::Tensor GraphProgramTarget::forward(const at::Tensor& x) {
   auto leaf = [&](const at::Tensor& rows) {
     const c10::IValue out = call(rows);
-    if (restore_ && !held_) restore_state();
-    try {
-      return signature_.leaf(out, output_path_);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: {}", path_, e.what()));
-    }
+    if (state_.restores_after_forward()) restore_state();
+    return signature_.file_leaf(out, output_path_, path_);
   };
   const int64_t B = x.size(0);
   if (batch_range_.contains(B)) return leaf(x);
@@ -149,7 +145,7 @@ std::vector<OutputLeaf> GraphProgramTarget::output_leaves(int64_t L) {
 }
 
 bool GraphProgramTarget::to_dtype(at::ScalarType dtype, std::string* why) {
-  try {
+  return attempt_or_explain(why, [&] {
     at::NoGradGuard no_grad;
     int list_index = 0;
     for (auto* list : {&program_->parameters(), &program_->buffers(), &program_->constants()}) {
@@ -157,15 +153,11 @@ bool GraphProgramTarget::to_dtype(at::ScalarType dtype, std::string* why) {
       for (auto& [name, t] : *list)
         if (at::isFloatingType(t.scalar_type())) t = twins_.convert(prefix + name, t, dtype);
     }
-    for (auto& [name, t] : state_)
+    for (auto& [name, t] : state_.record)
       if (at::isFloatingType(t.scalar_type())) t = t.to(dtype);
     program_->promote_dtype_arguments(promoted_ && dtype == at::kDouble);
     dtype_ = dtype;
-    return true;
-  } catch (const std::exception& e) {
-    if (why) *why = first_meaningful_line(e.what());
-    return false;
-  }
+  });
 }
 
 bool GraphProgramTarget::promote_float32_constants(std::string* what) {
@@ -220,19 +212,18 @@ void GraphProgramTarget::restore_redrawn_parameters() {
 }
 
 void GraphProgramTarget::snapshot_state(bool restore) {
-  state_.clear();
-  for (const auto& [name, t] : program_->buffers()) state_.emplace_back(name, t.detach().clone());
-  tracking_ = true;
-  restore_ = restore;
+  state_.record.clear();
+  for (const auto& [name, t] : program_->buffers()) state_.record.emplace_back(name, t.detach().clone());
+  state_.start(restore);
 }
 
 std::string GraphProgramTarget::changed_state() {
   const auto& buffers = program_->buffers();
-  for (size_t i = 0; i < state_.size() && i < buffers.size(); ++i) {
+  for (size_t i = 0; i < state_.record.size() && i < buffers.size(); ++i) {
     const at::Tensor& now = buffers[i].second;
-    const at::Tensor& old = state_[i].second;
+    const at::Tensor& old = state_.record[i].second;
     if (now.sizes() != old.sizes() || now.scalar_type() != old.scalar_type() || !at::equal(now, old))
-      return fmt::format("buffer '{}' ({} [{}] -> other values)", state_[i].first, c10::toString(old.scalar_type()),
+      return fmt::format("buffer '{}' ({} [{}] -> other values)", state_.record[i].first, c10::toString(old.scalar_type()),
                          fmt::join(old.sizes().vec(), ", "));
   }
   return {};
@@ -241,26 +232,21 @@ std::string GraphProgramTarget::changed_state() {
 void GraphProgramTarget::restore_state() {
   at::NoGradGuard no_grad;
   auto& buffers = program_->buffers();
-  for (size_t i = 0; i < state_.size() && i < buffers.size(); ++i) {
+  for (size_t i = 0; i < state_.record.size() && i < buffers.size(); ++i) {
     at::Tensor& now = buffers[i].second;
-    if (now.sizes() == state_[i].second.sizes() && now.scalar_type() == state_[i].second.scalar_type())
-      now.copy_(state_[i].second);
+    if (now.sizes() == state_.record[i].second.sizes() && now.scalar_type() == state_.record[i].second.scalar_type())
+      now.copy_(state_.record[i].second);
     else
-      now = state_[i].second.clone();
+      now = state_.record[i].second.clone();
   }
 }
 
 void GraphProgramTarget::end_state_tracking() {
-  if (!tracking_) return;
-  restore_state();
-  tracking_ = restore_ = held_ = false;
-  state_.clear();
+  state_.end([this] { restore_state(); });
 }
 
 void GraphProgramTarget::hold_state(bool hold) {
-  const bool release = held_ && !hold;
-  held_ = hold;
-  if (release && restore_) restore_state();
+  state_.hold(hold, [this] { restore_state(); });
 }
 
 std::string GraphProgramTarget::weights_hash() {

@@ -18,6 +18,7 @@
 #include "formats/graph/graph_program.h"
 #include "audit/dtype_twins.h"
 #include "audit/model_file_target.h"
+#include "formats/tracked_state.h"
 
 namespace grassaudit {
 
@@ -78,9 +79,8 @@ class GraphProgramTarget : public ModelFileTarget {
   bool promoted_ = false;
   DtypeTwins twins_;  // the program's tensors in the other dtype (to_dtype)
   DeclaredRange len_range_, batch_range_;
-  std::vector<std::pair<std::string, at::Tensor>> state_;  // recorded buffers (snapshot_state)
+  TrackedState<at::Tensor> state_;  // recorded buffers (snapshot_state)
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // the zeros the structural pass set aside
-  bool tracking_ = false, restore_ = false, held_ = false;
 };
 
 }  // namespace grassaudit

@@ -122,12 +122,8 @@ c10::IValue TorchScriptTarget::call(const at::Tensor& x) {
 
 at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
-  if (restore_ && !held_) restore_state();
-  try {
-    return signature_.leaf(out, output_path_);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", path_, e.what()));
-  }
+  if (state_.restores_after_forward()) restore_state();
+  return signature_.file_leaf(out, output_path_, path_);
 }
 
 std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {
@@ -197,25 +193,21 @@ bool TorchScriptTarget::to_device(const c10::Device& device, std::string* why) {
   // Module::to moves parameters and buffers only; the graphs' tensor constants and plain tensor
   // attributes stay where the file put them. Loading the file again mapped to the device moves
   // everything (before any audit: nothing of this module has changed since it was loaded).
-  try {
+  return attempt_or_explain(why, [&] {
     auto moved = std::make_unique<torch::jit::Module>(torch::jit::load(path_, device));
     moved->train(active_->is_training());
     module_ = std::move(moved);
     module64_.reset();  // promoted again, on the device, if the float64 forward needs it
     active_ = module_.get();
-    for (auto& [name, v] : state_)
+    for (auto& [name, v] : state_.record)
       if (v.isTensor()) v = v.toTensor().to(device);
     twins_.clear();  // copies kept on the old device
     device_ = device;
-    return true;
-  } catch (const std::exception& e) {
-    if (why) *why = first_meaningful_line(e.what());
-    return false;
-  }
+  });
 }
 
 bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
-  try {
+  return attempt_or_explain(why, [&] {
     if (module64_) {  // promoted: float64 runs the promoted copy, the own dtype the original
       const bool training = active_->is_training();
       active_ = dtype == at::kDouble ? module64_.get() : module_.get();
@@ -226,13 +218,9 @@ bool TorchScriptTarget::to_dtype(at::ScalarType dtype, std::string* why) {
     }
     dtype_ = dtype;
     // The recorded state follows the conversion (restoring must not undo it).
-    for (auto& [name, v] : state_)
+    for (auto& [name, v] : state_.record)
       if (v.isTensor() && at::isFloatingType(v.toTensor().scalar_type())) v = v.toTensor().to(dtype);
-    return true;
-  } catch (const std::exception& e) {
-    if (why) *why = first_meaningful_line(e.what());
-    return false;
-  }
+  });
 }
 
 bool TorchScriptTarget::promote_float32_constants(std::string* what) {
@@ -332,7 +320,7 @@ std::vector<at::Tensor> TorchScriptTarget::jitter_parameters() {
 void TorchScriptTarget::snapshot_state(bool restore) {
   std::set<std::string> params;
   for (const auto& p : active_->named_parameters(/*recurse=*/true)) params.insert(p.name);
-  state_.clear();
+  state_.record.clear();
   for (const auto& a : active_->named_attributes(/*recurse=*/true)) {
     // Parameters are the weights (hashed, never restored); `training` is the mode the audit sets.
     if (params.count(a.name) || a.name == "training" ||
@@ -340,16 +328,15 @@ void TorchScriptTarget::snapshot_state(bool restore) {
       continue;
     const auto& v = a.value;
     if (v.isTensor())
-      state_.emplace_back(a.name, v.toTensor().detach().clone());
+      state_.record.emplace_back(a.name, v.toTensor().detach().clone());
     else if (v.isInt() || v.isDouble() || v.isBool() || v.isString())
-      state_.emplace_back(a.name, v);
+      state_.record.emplace_back(a.name, v);
   }
-  tracking_ = true;
-  restore_ = restore;
+  state_.start(restore);
 }
 
 std::string TorchScriptTarget::changed_state() {
-  for (const auto& [name, old] : state_) {
+  for (const auto& [name, old] : state_.record) {
     auto [owner, leaf] = owner_of(*active_, name);
     if (auto moved = state_change(name, old, owner.attr(leaf)); !moved.empty()) return moved;
   }
@@ -358,7 +345,7 @@ std::string TorchScriptTarget::changed_state() {
 
 void TorchScriptTarget::restore_state() {
   at::NoGradGuard no_grad;
-  for (const auto& [name, old] : state_) {
+  for (const auto& [name, old] : state_.record) {
     auto [owner, leaf] = owner_of(*active_, name);
     if (old.isTensor()) {
       const c10::IValue now = owner.attr(leaf);
@@ -374,16 +361,11 @@ void TorchScriptTarget::restore_state() {
 }
 
 void TorchScriptTarget::end_state_tracking() {
-  if (!tracking_) return;
-  restore_state();
-  tracking_ = restore_ = held_ = false;
-  state_.clear();
+  state_.end([this] { restore_state(); });
 }
 
 void TorchScriptTarget::hold_state(bool hold) {
-  const bool release = held_ && !hold;
-  held_ = hold;
-  if (release && restore_) restore_state();
+  state_.hold(hold, [this] { restore_state(); });
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "audit/dtype_twins.h"
 #include "audit/model_file_target.h"
+#include "formats/tracked_state.h"
 
 namespace torch::jit {
 struct Module;
@@ -70,8 +71,7 @@ class TorchScriptTarget : public ModelFileTarget {
  private:
   c10::IValue call(const at::Tensor& x);
   // The recorded state: dotted attribute name -> value (tensors cloned; int, float, bool, str).
-  std::vector<std::pair<std::string, c10::IValue>> state_;
-  bool tracking_ = false, restore_ = false, held_ = false;
+  TrackedState<c10::IValue> state_;
   std::string path_;
   std::unique_ptr<torch::jit::Module> module_;
   std::unique_ptr<torch::jit::Module> module64_;  // promoted copy (promote_float32_constants)
