@@ -26,7 +26,8 @@ set(layers util text report runtime core audit formats train bench nli cli pytho
 # probes, the checks and the driver stay the engine's own.
 set(engine_interface
   audit/audit_cost.h audit/audit_refusal.h audit/audit_target.h audit/dtype_twins.h
-  audit/model_file_target.h audit/model_signature.h audit/train_mode_proof.h audit/zero_redraw.h)
+  audit/model_file_target.h audit/model_signature.h audit/train_mode_proof.h audit/unit_probe.h
+  audit/zero_redraw.h)
 set(dir_python python/csrc)
 
 set(violations "")

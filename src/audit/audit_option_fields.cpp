@@ -32,6 +32,8 @@ const std::vector<Field<AuditOptions>>& audit_option_fields() {
        "contract: y_t may read only x_{t-W+1..t} (plus the lookahead); W >= 1"},
       {"length_check", &O::length_check, any_value(), "no-length-check",
        "skip length independence (prefix runs: a traced model runs at its traced length only)", false},
+      {"localise", &O::localise, any_value(), "no-localise",
+       "skip naming where a leak enters (the modules or graph nodes that read their own inputs' future)", false},
       {"batch_check", &O::batch_check, any_value(), "no-batch-check",
        "skip batch independence (a traced model may run at its traced batch only)", false},
       // The training gate's setting (its contract has no window, so the past horizon decides nothing): no flag.

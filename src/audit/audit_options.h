@@ -46,6 +46,7 @@ struct AuditOptions {
   int64_t lookahead = 0;
   std::optional<int64_t> window;
   bool length_check = true;   // length independence (eval mode)
+  bool localise = true;       // name where a leak enters (the units that read ahead), on a leaky verdict
   bool batch_check = true;    // batch independence (every audited mode)
   bool past_horizon = true;   // measure the past horizon (always when a window is declared)
   // When both modes are audited and the target proves its train-mode forward is its eval-mode

@@ -192,6 +192,28 @@ class Prober {
                                     const std::vector<int64_t>& positions, int64_t bases, int64_t substitutions,
                                     int64_t round, Side side);
 
+  // The rows of one table's passes: row r is compared with base r % T (T = bases.size(0)) and
+  // fills column columns[r / per_column] of the table (a cut; for a single position, the cut
+  // whose compared outputs that position can move).
+  struct ProbeRows {
+    AuditMode mode = AuditMode::kEval;
+    int64_t L = 0;
+    Side side = Side::kFuture;
+    at::ScalarType dtype = at::ScalarType::Undefined;
+    at::Tensor bases;              // [T, L(, C)]
+    at::Tensor rows;               // [R, L(, C)]
+    std::vector<int64_t> columns;  // [R / per_column]
+    int64_t per_column = 1;
+    uint64_t dropout_seed = 0;     // train mode: the RNG state before every pass
+  };
+  // The rows of a cut table (first_trial_only: trial 0's, the screen's) and of a single-position
+  // table; replaced_rows builds either from its bases and replacements.
+  ProbeRows replaced_rows(const InPrecision& in, AuditMode mode, int64_t L, Side side, const at::Tensor& bases,
+                          const at::Tensor& row_base, const at::Tensor& fresh, at::Tensor replace);
+  ProbeRows cut_rows(const InPrecision& in, AuditMode mode, int64_t L, std::vector<int64_t> cuts, Side side,
+                     bool first_trial_only);
+  ProbeRows position_rows(const InPrecision& in, AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
+                          int64_t B, int64_t K, int64_t round, Side side);
   // Batch independence: passes of max(2, batch) rows; odd rows replaced, even rows kept.
   // screen: the trials after the first run only when it moved.
   BatchEffect batch_effect(const InPrecision& in, AuditMode mode, int64_t L, bool screen);
@@ -260,26 +282,6 @@ class Prober {
   void check_finite(const at::Tensor& y);
   // One sequence [1, L(, C)] on its own (two identical rows): y [1, L, K].
   at::Tensor run_alone(const at::Tensor& x);
-  // The rows of one table's passes: row r is compared with base r % T (T = bases.size(0)) and
-  // fills column columns[r / per_column] of the table (a cut; for a single position, the cut
-  // whose compared outputs that position can move).
-  struct ProbeRows {
-    AuditMode mode = AuditMode::kEval;
-    int64_t L = 0;
-    Side side = Side::kFuture;
-    at::ScalarType dtype = at::ScalarType::Undefined;
-    at::Tensor bases;              // [T, L(, C)]
-    at::Tensor rows;               // [R, L(, C)]
-    std::vector<int64_t> columns;  // [R / per_column]
-    int64_t per_column = 1;
-    uint64_t dropout_seed = 0;     // train mode: the RNG state before every pass
-  };
-  ProbeRows replaced_rows(const InPrecision& in, AuditMode mode, int64_t L, Side side, const at::Tensor& bases,
-                          const at::Tensor& row_base, const at::Tensor& fresh, at::Tensor replace);
-  ProbeRows cut_rows(const InPrecision& in, AuditMode mode, int64_t L, std::vector<int64_t> cuts, Side side,
-                     bool first_trial_only);
-  ProbeRows position_rows(const InPrecision& in, AuditMode mode, int64_t L, const std::vector<int64_t>& positions,
-                          int64_t B, int64_t K, int64_t round, Side side);
   // How run_passes runs a table's rows.
   struct PassPlan {
     const TableDone* done = nullptr;  // asked before each pass (rerun_cuts)

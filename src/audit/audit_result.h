@@ -156,6 +156,19 @@ struct RoutingSearchRecord {
   int64_t rounds = 0;           // rounds of fresh bases it ran
   bool exhausted = true;        // its whole plan ran within the budget (else a lower bound)
 };
+// A smallest unit that reads its own inputs' future: with only the unit's inputs from a cut on
+// replaced (the rest held), its own outputs before the cut move (checks/localise_check.cpp).
+// What the format can name; a field it cannot fill is nullopt.
+struct LeakSite {
+  std::string path;                   // "" the model's own code; "blocks.0.mix"
+  std::optional<std::string> op;      // a class name, an op
+  std::optional<std::string> source;  // "MoE.forward, model.py:57"
+  std::optional<std::string> node;    // a graph node
+  int64_t horizon = 0;                // its own horizon (future)
+  ViolationKind violation = ViolationKind::kFuture;
+  std::string mode;                   // the mode it was probed in
+};
+
 struct DiscreteRouting {
   struct Op {
     std::string op;     // e.g. aten::topk
@@ -249,6 +262,9 @@ struct AuditResult {
   // Discrete routing (nullopt: none seen). A search that ended on its budget leaves its horizon
   // a lower bound: a contract it does not prove is a kUnproven violation.
   std::optional<DiscreteRouting> discrete_routing;
+  // Where a leak enters (nullopt: not looked for: a causal verdict, --no-localise, a target that
+  // cannot be looked inside).
+  std::optional<std::vector<LeakSite>> leak_sites;
   bool horizon_lower_bound = false;
   bool past_horizon_lower_bound = false;
   std::vector<Violation> violations;      // empty: every property holds within the contract

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "audit/audit_cost.h"
+#include "audit/unit_probe.h"
 #include "audit/train_mode_proof.h"
 
 namespace grassaudit {
@@ -96,6 +97,10 @@ class AuditTarget {
   // Whether train mode provably computes what eval mode does, op for op (audit/train_mode_proof.h);
   // nullopt: the target offers no proof (the built-in models: their dropout is live in train mode).
   virtual std::optional<TrainModeProof> train_mode_proof() { return std::nullopt; }
+  // The units a leak can be named at (audit/unit_probe.h), or nullptr where the target cannot be
+  // looked inside (then why_no_units says so, in a line).
+  virtual UnitProbe* unit_probe() { return nullptr; }
+  virtual std::string why_no_units() const { return "this target cannot be looked inside"; }
   // SHA-256 of the exact weights probed (empty when unknown).
   virtual std::string weights_hash() { return {}; }
   // State a forward may update (a module's buffers and non-parameter attributes): the audit's

@@ -200,12 +200,19 @@ AuditResult audit_at_lengths(AuditTarget& target, const AuditOptions& opt, const
     const CostSection section(check->name());
     check->run(run);
   }
-  prec.restore_own();  // the model goes back as it came, counted (the switch's destructor would, uncounted)
   // The verdict: leaky exactly when a check's findings violate the contract.
   for (const auto& check : registered_checks())
     if (runs_here(*check, structural_pass)) check->judge(run, r.violations);
   std::stable_sort(r.violations.begin(), r.violations.end(),
                    [](const Violation& a, const Violation& b) { return a.kind < b.kind; });
+  // What explains a leaky verdict (where the leak enters), never inside the structural pass.
+  if (r.leaky() && !structural_pass)
+    for (const auto& check : registered_checks()) {
+      if (check->stage() != Check::Stage::kAfterVerdict || !check->wanted(run)) continue;
+      const CostSection section(check->name());
+      check->run(run);
+    }
+  prec.restore_own();  // the model goes back as it came, counted (the switch's destructor would, uncounted)
   // The precision notes qualify everything above them: first.
   r.notes.insert(r.notes.begin(), prec.notes().begin(), prec.notes().end());
   r.precision_floor = prec.floor();

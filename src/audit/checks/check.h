@@ -82,10 +82,11 @@ struct Expectation {
 
 class Check {
  public:
-  // kPerOutput checks run inside run_causality_audit, once per audited output leaf; kWholeModel
-  // checks (the property search, the incremental path) run once per model afterwards
-  // (run_model_checks), each adding its own violation to the finished result.
-  enum class Stage { kPerOutput, kWholeModel };
+  // kPerOutput checks run inside run_causality_audit, once per audited output leaf; kAfterVerdict
+  // checks run there after the verdict, only when it is leaky, to explain it (they add no
+  // violation); kWholeModel checks (the property search, the incremental path) run once per model
+  // afterwards (run_model_checks), each adding its own violation to the finished result.
+  enum class Stage { kPerOutput, kAfterVerdict, kWholeModel };
 
   virtual ~Check() = default;
   virtual const char* name() const = 0;

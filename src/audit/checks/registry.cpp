@@ -21,6 +21,7 @@ namespace grassaudit {
   CHECK(vacuity)                 \
   CHECK(gradient)                \
   CHECK(structural)              \
+  CHECK(localise)                \
   CHECK(property)                \
   CHECK(incremental)
 

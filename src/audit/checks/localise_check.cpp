@@ -1,0 +1,351 @@
+// Where the leak enters (audit/unit_probe.h): on a leaky verdict, every future leak named at the
+// smallest units that read their own inputs' future. A unit's claim is its own probe: the unit
+// fed, on the base rows, its own inputs from the probe rows at and after each row's cut (the rest
+// held), and its outputs before the cut compared with the base's, decided as the tables are (in
+// the precision that decided them, against their horizon threshold). A unit inside a site is the
+// site; a unit around sites is one too only when it still moves with the sites inside it held to
+// their base outputs before the cut (its own code reads ahead as well).
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "audit/audit_prober.h"
+#include "audit/checks/check.h"
+#include "audit/checks/check_outputs.h"
+#include "audit/checks/json_fields.h"
+#include "audit/precision_switch.h"
+#include "audit/unit_probe.h"
+
+namespace grassaudit {
+namespace {
+
+// One unit's leaves in the forwards of one chunk of rows.
+struct UnitAxes {
+  std::vector<std::vector<int64_t>> in, out;  // the time axes of each input and output leaf
+};
+
+// Whether unit u lies inside unit a (a strict ancestor).
+bool inside(const std::vector<ProbeUnit>& units, int u, int a) {
+  for (int p = units[static_cast<size_t>(u)].parent; p >= 0; p = units[static_cast<size_t>(p)].parent)
+    if (p == a) return true;
+  return false;
+}
+
+int depth(const std::vector<ProbeUnit>& units, int u) {
+  int d = 0;
+  for (int p = units[static_cast<size_t>(u)].parent; p >= 0; p = units[static_cast<size_t>(p)].parent) ++d;
+  return d;
+}
+
+std::vector<int64_t> shape_of(const at::Tensor& t) { return t.sizes().vec(); }
+
+// Rows [n, ...] as [chunk, ...]: row i % n at row i (the bases tiled, or the last probe row
+// repeated to fill the chunk's shape, as the tables' passes are).
+at::Tensor tiled(const at::Tensor& rows, int64_t chunk) {
+  const int64_t n = rows.size(0);
+  const auto idx = at::arange(chunk, at::kLong).clamp_max(n - 1);
+  return rows.index_select(0, n == 1 ? at::zeros({chunk}, at::kLong) : idx).contiguous();
+}
+
+class Localiser {
+ public:
+  Localiser(AuditRun& run, UnitProbe& probe, AuditMode mode, const InPrecision& in)
+      : run_(run), probe_(probe), units_(probe.units()), mode_(mode), in_(in), L_(run.L) {
+    tables_.assign(units_.size(), EffectTable::zeros(L_, in.dtype()));
+    testable_.assign(units_.size(), true);
+  }
+
+  std::vector<LeakSite> sites(double threshold) {
+    const Prober::ProbeRows rows =
+        run_.prober.cut_rows(in_, mode_, L_, {}, Side::kFuture, /*first_trial_only=*/true);
+    const int64_t R = rows.rows.size(0);
+    const int64_t chunk = std::min(std::max<int64_t>(1, run_.opt.batch), R);
+    const at::Tensor base = tiled(rows.bases, chunk);
+    axes_ = unit_axes(base, rows.dropout_seed);
+    for (int64_t start = 0; start < R; start += chunk) {
+      const int64_t n = std::min(chunk, R - start);
+      std::vector<int64_t> cut_list;
+      for (int64_t i = 0; i < chunk; ++i) cut_list.push_back(rows.columns[static_cast<size_t>(std::min(start + i, R - 1))]);
+      const at::Tensor cuts = at::tensor(cut_list, at::kLong);
+      chunk_effects(base, tiled(rows.rows.narrow(0, start, n), chunk), cuts, n, rows.dropout_seed);
+    }
+    std::vector<bool> leaky(units_.size(), false);
+    for (size_t u = 0; u < units_.size(); ++u) leaky[u] = testable_[u] && judge(tables_[u], threshold).horizon > 0;
+    // The innermost leaky units, then the leaky units around them whose own code reads ahead too.
+    std::vector<int> found;
+    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
+      if (!leaky[static_cast<size_t>(u)]) continue;
+      std::vector<int> within;
+      for (int s : found)
+        if (inside(units_, s, u)) within.push_back(s);
+      if (within.empty() || still_leaks(u, within, rows, base, chunk, threshold)) found.push_back(u);
+    }
+    std::vector<LeakSite> out;
+    for (int u : found) {
+      const ProbeUnit& pu = units_[static_cast<size_t>(u)];
+      LeakSite s;
+      s.path = pu.path;
+      s.op = pu.op;
+      s.source = pu.source;
+      s.node = pu.node;
+      s.horizon = judge(tables_[static_cast<size_t>(u)], threshold).horizon;
+      s.violation = ViolationKind::kFuture;
+      s.mode = mode_name(mode_);
+      out.push_back(std::move(s));
+    }
+    std::sort(out.begin(), out.end(), [](const LeakSite& a, const LeakSite& b) { return a.path < b.path; });
+    return out;
+  }
+
+ private:
+  std::vector<UnitValues> forward(const at::Tensor& x, uint64_t seed, const UnitTensors& fed = {},
+                                  const UnitTensors& held = {}) {
+    if (mode_ == AuditMode::kTrain) at::manual_seed(seed);
+    record_forward(in_.dtype(), x.size(0), x.size(1));
+    return probe_.run(x, fed, held);
+  }
+
+  // The time axes of every unit's leaves, from its shapes at L and at a second length of the
+  // schedule (none: every axis of size L but the rows).
+  std::vector<UnitAxes> unit_axes(const at::Tensor& base, uint64_t seed) {
+    int64_t L2 = 0;
+    for (int64_t len : run_.lens)
+      if (len != L_ && len >= 2) {
+        L2 = len;
+        break;
+      }
+    const auto at_L = forward(tiled(base.narrow(0, 0, 1), 2), seed);
+    std::vector<UnitValues> at_L2;
+    if (L2 > 0) {
+      try {
+        at_L2 = forward(tiled(base.narrow(0, 0, 1).narrow(1, 0, L2), 2), seed);
+      } catch (const std::exception&) {
+        L2 = 0;  // the model does not run there: axes of size L only
+      }
+    }
+    std::vector<UnitAxes> axes(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const auto leaves = [&](bool outputs) {
+        std::vector<std::vector<int64_t>> out;
+        const auto& a = outputs ? at_L[u].outputs : at_L[u].inputs;
+        for (size_t k = 0; k < a.size(); ++k) {
+          std::vector<int64_t> second;
+          if (L2 > 0 && u < at_L2.size()) {
+            const auto& b = outputs ? at_L2[u].outputs : at_L2[u].inputs;
+            if (k < b.size()) second = shape_of(b[k]);
+          }
+          out.push_back(time_axes(shape_of(a[k]), second, L_, L2 > 0 && !second.empty() ? L2 : 0));
+        }
+        return out;
+      };
+      axes[u].in = leaves(false);
+      axes[u].out = leaves(true);
+    }
+    return axes;
+  }
+
+  // One chunk: the base and probe forwards, then each unit's own probe (free where its inputs
+  // before the cut are the base's: the probe forward is then its own probe), one forward per
+  // depth for the others; each unit's cells raised into its table.
+  void chunk_effects(const at::Tensor& base, const at::Tensor& probe_rows, const at::Tensor& cuts, int64_t n,
+                     uint64_t seed) {
+    const auto a = forward(base, seed);
+    const auto b = forward(probe_rows, seed);
+    std::map<int, std::vector<int>> by_depth;  // units whose own probe needs a forward
+    std::vector<std::vector<at::Tensor>> own(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (!testable_[u]) continue;
+      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
+          a[u].outputs.size() != b[u].outputs.size() || !has_time(axes_[u].out)) {
+        testable_[u] = false;  // not called, called otherwise, or nothing with a time axis comes out
+        continue;
+      }
+      if (u == 0) {  // the whole model fed its own inputs at the cut: the probe rows themselves
+        own[u] = b[u].outputs;
+        continue;
+      }
+      bool free = true;
+      for (size_t k = 0; k < a[u].inputs.size() && free; ++k) {
+        const auto& x = a[u].inputs[k];
+        const auto& y = b[u].inputs[k];
+        const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
+        if (ax.empty() || x.dim() == 0 || x.size(0) != base.size(0)) {
+          if (!at::equal(x, y)) testable_[u] = false;  // a leaf without a time axis moved
+          continue;
+        }
+        free = at::equal(fed_at_cut(x, y, ax, cuts), y);
+      }
+      if (!testable_[u]) continue;
+      if (free)
+        own[u] = b[u].outputs;
+      else
+        by_depth[depth(units_, static_cast<int>(u))].push_back(static_cast<int>(u));
+    }
+    for (const auto& [d, us] : by_depth) {
+      UnitTensors fed;
+      for (int u : us) fed[u] = fed_inputs(a[static_cast<size_t>(u)], b[static_cast<size_t>(u)], static_cast<size_t>(u), cuts);
+      const auto h = forward(base, seed, fed);
+      for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
+    }
+    for (size_t u = 0; u < units_.size(); ++u)
+      if (testable_[u] && !own[u].empty()) raise(u, a[u].outputs, own[u], cuts, n);
+  }
+
+  std::vector<at::Tensor> fed_inputs(const UnitValues& a, const UnitValues& b, size_t u, const at::Tensor& cuts) {
+    std::vector<at::Tensor> fed;
+    for (size_t k = 0; k < a.inputs.size(); ++k) {
+      const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
+      fed.push_back(ax.empty() ? a.inputs[k] : fed_at_cut(a.inputs[k], b.inputs[k], ax, cuts));
+    }
+    return fed;
+  }
+
+  static bool has_time(const std::vector<std::vector<int64_t>>& leaves) {
+    return std::any_of(leaves.begin(), leaves.end(), [](const auto& ax) { return !ax.empty(); });
+  }
+
+  // Cells (t, cut of row r) of unit u's table from its outputs on the base rows and in its own probe.
+  void raise(size_t u, const std::vector<at::Tensor>& base_out, const std::vector<at::Tensor>& probed,
+             const at::Tensor& cuts, int64_t n) {
+    raise_into(tables_[u], axes_[u].out, base_out, probed, cuts, n);
+  }
+
+  void raise_into(EffectTable& table, const std::vector<std::vector<int64_t>>& out_axes,
+                  const std::vector<at::Tensor>& base_out, const std::vector<at::Tensor>& probed,
+                  const at::Tensor& cuts, int64_t n) const {
+    const auto cut = cuts.accessor<int64_t, 1>();
+    for (size_t k = 0; k < base_out.size() && k < probed.size() && k < out_axes.size(); ++k) {
+      if (out_axes[k].empty()) continue;
+      const at::Tensor e = effect_before_cut(probed[k], base_out[k], out_axes[k], cuts, L_);  // [R, L]
+      const auto acc = e.accessor<double, 2>();
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t t = 0; t < cut[r]; ++t) table.raise(t, cut[r], acc[r][t]);
+    }
+  }
+
+  // Unit u (around the sites `within`) fed its own inputs at the cut, with those sites held to
+  // their base outputs before the cut: whether it still reads ahead. Its table becomes that
+  // probe's.
+  bool still_leaks(int u, const std::vector<int>& within, const Prober::ProbeRows& rows, const at::Tensor& base,
+                   int64_t chunk, double threshold) {
+    EffectTable table = EffectTable::zeros(L_, in_.dtype());
+    const int64_t R = rows.rows.size(0);
+    for (int64_t start = 0; start < R; start += chunk) {
+      const int64_t n = std::min(chunk, R - start);
+      std::vector<int64_t> cut_list;
+      for (int64_t i = 0; i < chunk; ++i) cut_list.push_back(rows.columns[static_cast<size_t>(std::min(start + i, R - 1))]);
+      const at::Tensor cuts = at::tensor(cut_list, at::kLong);
+      const at::Tensor probe_rows = tiled(rows.rows.narrow(0, start, n), chunk);
+      const auto a = forward(base, rows.dropout_seed);
+      const auto b = forward(probe_rows, rows.dropout_seed);
+      UnitTensors held;
+      for (int s : within) {
+        std::vector<at::Tensor> outs;
+        const auto su = static_cast<size_t>(s);
+        for (size_t k = 0; k < a[su].outputs.size(); ++k)
+          outs.push_back(held_before_cut(b[su].outputs[k], a[su].outputs[k], axes_[su].out[k], cuts));
+        held[s] = outs;
+      }
+      const auto uu = static_cast<size_t>(u);
+      UnitTensors fed;
+      if (u != 0) fed[u] = fed_inputs(a[uu], b[uu], uu, cuts);
+      const auto h = forward(u == 0 ? probe_rows : base, rows.dropout_seed, fed, held);
+      raise_into(table, axes_[uu].out, a[uu].outputs, h[uu].outputs, cuts, n);
+    }
+    tables_[static_cast<size_t>(u)] = table;
+    return judge(table, threshold).horizon > 0;
+  }
+
+  AuditRun& run_;
+  UnitProbe& probe_;
+  const std::vector<ProbeUnit>& units_;
+  AuditMode mode_;
+  const InPrecision& in_;
+  int64_t L_;
+  std::vector<UnitAxes> axes_;
+  std::vector<EffectTable> tables_;
+  std::vector<bool> testable_;
+};
+
+nlohmann::json site_json(const LeakSite& s) {
+  nlohmann::json j{{"path", s.path}, {"violation", violation_kind_name(s.violation)}, {"mode", s.mode}};
+  if (s.op) j["op"] = *s.op;
+  if (s.source) j["source"] = *s.source;
+  if (s.node) j["node"] = *s.node;
+  if (s.violation == ViolationKind::kFuture || s.violation == ViolationKind::kWindow) j["horizon"] = s.horizon;
+  return j;
+}
+
+nlohmann::json sites_json(const AuditResult& r) {
+  if (!r.leak_sites) return nullptr;
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : *r.leak_sites) a.push_back(site_json(s));
+  return a;
+}
+
+class LocaliseCheck : public Check {
+ public:
+  const char* name() const override { return "localise"; }
+  Stage stage() const override { return Stage::kAfterVerdict; }
+  bool wanted(const AuditRun& run) const override {
+    if (!run.opt.localise || run.opt.stop_when_leaky) return false;
+    return std::any_of(run.r.violations.begin(), run.r.violations.end(),
+                       [](const Violation& v) { return v.kind == ViolationKind::kFuture; });
+  }
+  void run(AuditRun& run) override {
+    AuditResult& r = run.r;
+    UnitProbe* probe = run.target.unit_probe();
+    if (!probe) {
+      r.notes.push_back("leak sites: not looked for: " + run.target.why_no_units() + "; the verdict stands");
+      return;
+    }
+    const FutureEvidence* where = run.outputs.get<FutureEvidence>();
+    const AuditMode mode = where && where->evidence.mode == "train" ? AuditMode::kTrain : AuditMode::kEval;
+    try {
+      const InPrecision in = run.prec.in_decided();
+      Localiser localiser(run, *probe, mode, in);
+      r.leak_sites = localiser.sites(run.prec.horizon_threshold());
+      if (r.leak_sites->empty())
+        r.notes.push_back("leak sites: none named: no unit the audit can follow (one whose outputs have a time axis) "
+                          "reads ahead by itself on these rows; the verdict stands");
+    } catch (const std::exception& e) {
+      r.leak_sites.reset();
+      r.notes.push_back("leak sites: not run (" + failure_line(e) + "); the verdict stands");
+    }
+  }
+  void write_json(const AuditResult& r, nlohmann::json& j) const override { j["leak_sites"] = sites_json(r); }
+  void write_output_json(const AuditResult& r, nlohmann::json& j) const override { j["leak_sites"] = sites_json(r); }
+  std::string summary(const AuditResult& r) const override {
+    if (!r.leak_sites) return "";
+    std::string out;
+    for (const auto& s : *r.leak_sites) {
+      const std::string where = s.path.empty() ? "the model's own forward" : s.path;
+      std::string what;
+      if (s.source) what = *s.source;
+      else if (s.op) what = *s.op;
+      if (s.node) what += (what.empty() ? "" : ", ") + std::string("node ") + *s.node;
+      out += fmt::format("  leak enters at {}{}: its own horizon {}{}\n", where, what.empty() ? "" : " (" + what + ")",
+                         s.horizon, s.mode == "train" ? ", train mode" : "");
+    }
+    return out;
+  }
+  std::vector<Expectation> expectations() const override {
+    // The sorted paths of the sites (null: not looked for).
+    return {{"leak_sites", [](const AuditResult& r) {
+               if (!r.leak_sites) return nlohmann::json(nullptr);
+               std::set<std::string> paths;
+               for (const auto& s : *r.leak_sites) paths.insert(s.path);
+               return nlohmann::json(std::vector<std::string>(paths.begin(), paths.end()));
+             }}};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_localise_check() { return std::make_unique<LocaliseCheck>(); }
+
+}  // namespace grassaudit
