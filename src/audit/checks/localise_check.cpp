@@ -6,6 +6,7 @@
 // site; a unit around sites is one too only when it still moves with the sites inside it held to
 // their base outputs before the cut (its own code reads ahead as well).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -102,8 +103,12 @@ class Localiser {
   }
 
  private:
+  // One forward of the probe in the site's mode; train mode reseeds the RNG before every forward,
+  // as the tables' passes do, so dropout draws match row for row.
   std::vector<UnitValues> forward(const at::Tensor& x, uint64_t seed, const UnitTensors& fed = {},
                                   const UnitTensors& held = {}) {
+    at::NoGradGuard no_grad;
+    run_.target.set_train(mode_ == AuditMode::kTrain);
     if (mode_ == AuditMode::kTrain) at::manual_seed(seed);
     record_forward(in_.dtype(), x.size(0), x.size(1));
     return probe_.run(x, fed, held);
