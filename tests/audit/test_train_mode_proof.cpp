@@ -22,7 +22,7 @@ using namespace grassaudit;
 using grassaudit::testing::FunctionTarget;
 
 namespace {
-const std::string kDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
+const std::string kSuitesDir = std::string(GRASSAUDIT_SOURCE_DIR) + "/audits/";
 
 // A module "Probe" with a `training` flag, whatever `setup` registers, and forward_source.
 template <class Setup>
@@ -155,8 +155,8 @@ TEST(TrainModeProof, EverySuiteCaseGivesTheSameFactsWithAndWithoutTheProof) {
   without.train_by_proof = false;
   int proven = 0, cases = 0;
   for (const char* suite : {"controls.json", "signature.json", "torch2.json", "incremental.json", "soundness.json"}) {
-    const auto a = run_audit_suite(kDir + suite, with, open_model_file);
-    const auto b = run_audit_suite(kDir + suite, without, open_model_file);
+    const auto a = run_audit_suite(kSuitesDir + suite, with, open_model_file);
+    const auto b = run_audit_suite(kSuitesDir + suite, without, open_model_file);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       ++cases;
