@@ -178,7 +178,7 @@ class Localiser {
         const auto& x = a[u].inputs[k];
         const auto& y = b[u].inputs[k];
         const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
-        if (ax.empty() || x.dim() == 0 || x.size(0) != base.size(0)) {
+        if (ax.empty() || !rowed(x, base.size(0))) {
           if (!at::equal(x, y)) testable_[u] = false;  // a leaf without a time axis moved
           continue;
         }
@@ -204,10 +204,14 @@ class Localiser {
     std::vector<at::Tensor> fed;
     for (size_t k = 0; k < a.inputs.size(); ++k) {
       const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
-      fed.push_back(ax.empty() ? a.inputs[k] : fed_at_cut(a.inputs[k], b.inputs[k], ax, cuts));
+      const bool follows = !ax.empty() && rowed(a.inputs[k], cuts.size(0));
+      fed.push_back(follows ? fed_at_cut(a.inputs[k], b.inputs[k], ax, cuts) : a.inputs[k]);
     }
     return fed;
   }
+
+  // Whether a leaf has the rows of the pass as its first axis (a mask [L, L], a parameter: no).
+  static bool rowed(const at::Tensor& t, int64_t R) { return t.dim() >= 2 && t.size(0) == R; }
 
   static bool has_time(const std::vector<std::vector<int64_t>>& leaves) {
     return std::any_of(leaves.begin(), leaves.end(), [](const auto& ax) { return !ax.empty(); });
@@ -224,7 +228,7 @@ class Localiser {
                   const at::Tensor& cuts, int64_t n) const {
     const auto cut = cuts.accessor<int64_t, 1>();
     for (size_t k = 0; k < base_out.size() && k < probed.size() && k < out_axes.size(); ++k) {
-      if (out_axes[k].empty()) continue;
+      if (out_axes[k].empty() || !rowed(base_out[k], cuts.size(0))) continue;
       const at::Tensor e = effect_before_cut(probed[k], base_out[k], out_axes[k], cuts, L_);  // [R, L]
       const auto acc = e.accessor<double, 2>();
       for (int64_t r = 0; r < n; ++r)
@@ -252,7 +256,9 @@ class Localiser {
         std::vector<at::Tensor> outs;
         const auto su = static_cast<size_t>(s);
         for (size_t k = 0; k < a[su].outputs.size(); ++k)
-          outs.push_back(held_before_cut(b[su].outputs[k], a[su].outputs[k], axes_[su].out[k], cuts));
+          outs.push_back(rowed(a[su].outputs[k], cuts.size(0))
+                             ? held_before_cut(b[su].outputs[k], a[su].outputs[k], axes_[su].out[k], cuts)
+                             : a[su].outputs[k]);
         held[s] = outs;
       }
       const auto uu = static_cast<size_t>(u);

@@ -29,6 +29,7 @@
 #include "audit/output_audit.h"
 #include "audit/property_search.h"
 #include "audit/train_mode_proof.h"
+#include "audit/unit_probe.h"
 #include "audit/zero_redraw.h"
 #include "report/figures/gnuplot.h"
 #include "report/figures/leak_map_figure.h"
@@ -142,7 +143,7 @@ class PyIncrementalRun : public IncrementalRun {
   py::object state_;
 };
 
-class PyModuleTarget : public ModelFileTarget {
+class PyModuleTarget : public ModelFileTarget, public UnitProbe {
  public:
   PyModuleTarget(py::object adapter, const std::vector<InputBinding>& inputs, int64_t time_axis, double feature_scale)
       : adapter_(std::move(adapter)) {
@@ -183,6 +184,52 @@ class PyModuleTarget : public ModelFileTarget {
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: {}", describe(), e.what()));
     }
+  }
+
+  // Where a leak enters: the module and its submodules (named_modules), each forward recorded by
+  // the adapter (its call_units); the root's values are the engine's own: its input and the
+  // audited output leaf.
+  UnitProbe* unit_probe() override { return this; }
+  const std::vector<ProbeUnit>& units() override {
+    if (units_.empty())
+      guarded([&] {
+        for (const auto& item : adapter_.attr("units")().cast<py::list>()) {
+          const auto t = item.cast<py::tuple>();
+          const std::string source = t[2].cast<std::string>();
+          units_.push_back(ProbeUnit{t[0].cast<std::string>(), t[1].cast<std::string>(),
+                                     source.empty() ? std::nullopt : std::optional<std::string>(source), std::nullopt,
+                                     t[3].cast<int>()});
+        }
+      });
+    return units_;
+  }
+  std::vector<UnitValues> run(const at::Tensor& x, const UnitTensors& fed, const UnitTensors& held) override {
+    std::vector<UnitValues> values(units().size());
+    c10::IValue out;
+    {
+      py::gil_scoped_acquire gil;
+      py::dict kwargs, f, h;
+      for (auto& [name, value] : signature_.arguments(x)) kwargs[py::str(name)] = py::cast(value.toTensor());
+      for (const auto& [u, ts] : fed) f[py::int_(u)] = py::cast(ts);
+      for (const auto& [u, ts] : held) h[py::int_(u)] = py::cast(ts);
+      py::tuple res;
+      try {
+        res = adapter_.attr("call_units")(kwargs, f, h).cast<py::tuple>();
+      } catch (py::error_already_set& e) {
+        rethrow_python(e, [&](const std::string& line) { return fmt::format("{}: forward failed: {}", describe(), line); });
+      }
+      out = to_ivalue(res[0]);
+      const auto records = res[1].cast<py::list>();
+      for (size_t u = 1; u < values.size() && u < records.size(); ++u) {
+        const auto r = records[u].cast<py::tuple>();
+        values[u].called = r[0].cast<bool>();
+        values[u].inputs = r[1].cast<std::vector<at::Tensor>>();
+        values[u].outputs = r[2].cast<std::vector<at::Tensor>>();
+      }
+    }
+    if (restore_ && !held_) restore_state();
+    values[0] = UnitValues{true, {x}, {signature_.leaf(out, output_path_)}};
+    return values;
   }
 
   std::vector<OutputLeaf> output_leaves(int64_t L) override {
@@ -391,6 +438,7 @@ class PyModuleTarget : public ModelFileTarget {
   bool tracking_ = false, restore_ = false, held_ = false;
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
   std::vector<std::pair<std::string, py::object>> raised_;
+  std::vector<ProbeUnit> units_;
   bool proof_asked_ = false;
   std::optional<TrainModeProof> proof_;  // every Python exception seen, by its line
 };

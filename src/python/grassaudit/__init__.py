@@ -99,6 +99,13 @@ class Report:
         return self._dict.get("discrete_routing")
 
     @property
+    def leak_sites(self) -> Optional[List[Dict[str, Any]]]:
+        """Where the leak enters: the smallest submodules (by their named_modules() path; "" for
+        the model's own forward code) that read their own inputs' future, each with its own
+        horizon; None when not looked for (a causal verdict, no_localise=True)."""
+        return self._dict.get("leak_sites")
+
+    @property
     def violations(self) -> List[Dict[str, Any]]:
         return self._dict.get("violations", [])
 
@@ -179,7 +186,8 @@ def audit(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None
           output: Optional[str] = None, allow_lookahead: int = 0, window: Optional[int] = None,
           batch: int = 32, trials: int = 3, seed: int = 1234, feature_scale: float = 1.0,
           no_gradient_check: bool = False, weights_as_given: bool = False, no_length_check: bool = False,
-          no_batch_check: bool = False, no_train_proof: bool = False, property: Optional[int] = None,
+          no_batch_check: bool = False, no_localise: bool = False, no_train_proof: bool = False,
+          property: Optional[int] = None,
           incremental: bool = False, probe_every_row: bool = False, routing_budget: int = 8192,
           threads: Optional[int] = 0,
           device: Union[None, str, torch.device] = None) -> Report:
@@ -220,7 +228,7 @@ def audit(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None
         allow_lookahead=int(allow_lookahead), window=None if window is None else int(window), batch=int(batch),
         trials=int(trials), seed=int(seed), feature_scale=float(feature_scale),
         no_gradient_check=bool(no_gradient_check), weights_as_given=bool(weights_as_given),
-        no_length_check=bool(no_length_check), no_batch_check=bool(no_batch_check),
+        no_length_check=bool(no_length_check), no_batch_check=bool(no_batch_check), no_localise=bool(no_localise),
         no_train_proof=bool(no_train_proof), property=None if property is None else int(property),
         incremental=bool(incremental), probe_every_row=bool(probe_every_row), routing_budget=int(routing_budget),
         device=None if device is None else str(device), inputs_inferred=inferred)

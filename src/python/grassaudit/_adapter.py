@@ -6,12 +6,14 @@ attributes and tensors by dotted name. Every check and every decision is the eng
 import copy
 import dataclasses
 import inspect
+import os
 import traceback
 import warnings
 from collections.abc import Mapping
 from typing import Any, Dict, List, Tuple
 
 import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
 _NAMES = {v: k for k, v in _DTYPES.items()}
@@ -50,6 +52,17 @@ def normalize_output(out: Any) -> Any:
         return {f.name: normalize_output(getattr(out, f.name)) for f in dataclasses.fields(out)
                 if getattr(out, f.name) is not None}
     return out
+
+
+def _source(m: torch.nn.Module) -> str:
+    """ "Class.forward, file.py:N" for a module's forward ("" when Python cannot say)."""
+    cls = type(m)
+    try:
+        path = inspect.getsourcefile(cls.forward) or ""
+        line = inspect.getsourcelines(cls.forward)[1]
+    except (OSError, TypeError):
+        return ""
+    return f"{cls.__name__}.forward, {os.path.basename(path)}:{line}"
 
 
 def _owner(root: torch.nn.Module, name: str) -> Tuple[Any, str]:
@@ -201,6 +214,67 @@ class ModuleAdapter:
                 return torch.jit.script(self.model)._c
         except Exception:  # noqa: BLE001 -- most modern model code does not script: no proof then
             return None
+
+    # ---- where a leak enters: the submodules as units (the engine decides; this records and replaces) --
+    def units(self) -> List[Tuple[str, str, str, int]]:
+        """(path, class name, "Class.forward, file.py:N", parent index) of the module and of each
+        submodule, in named_modules() order (parents first; 0 is the module itself)."""
+        named = list(self.model.named_modules())
+        index = {name: i for i, (name, _) in enumerate(named)}
+        out = []
+        for name, m in named:
+            parent = -1
+            if name:
+                p = name.rsplit(".", 1)[0] if "." in name else ""
+                parent = index.get(p, 0)
+            out.append((name, type(m).__name__, _source(m), parent))
+        return out
+
+    def call_units(self, kwargs: Dict[str, torch.Tensor], fed: Dict[int, List[torch.Tensor]],
+                   held: Dict[int, List[torch.Tensor]]) -> Tuple[Any, List[Tuple[bool, List[torch.Tensor], List[torch.Tensor]]]]:
+        """call(kwargs) with each submodule's first call recorded: its tensor inputs and outputs as
+        flattened leaves; the tensor inputs of the units in `fed`, and the tensor outputs of those in
+        `held`, replaced by the given tensors (and recorded as replaced). Each submodule's forward is
+        wrapped for this call only (an instance attribute, which nn.Module.__call__ finds first)."""
+        modules = [m for _, m in self.active.named_modules()]
+        records: List[Any] = [None] * len(modules)
+        patched = []
+
+        def wrap(i: int, original: Any) -> Any:
+            def forward(*args: Any, **kw: Any) -> Any:
+                leaves, spec = tree_flatten((args, kw))
+                at = [k for k, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
+                if i in fed:
+                    for k, t in zip(at, fed[i]):
+                        leaves[k] = t.to(device=leaves[k].device)
+                    args, kw = tree_unflatten(leaves, spec)
+                y = original(*args, **kw)
+                ys, yspec = tree_flatten(y)
+                yat = [k for k, v in enumerate(ys) if isinstance(v, torch.Tensor)]
+                if i in held:
+                    for k, t in zip(yat, held[i]):
+                        ys[k] = t.to(device=ys[k].device)
+                    y = tree_unflatten(ys, yspec)
+                if records[i] is None:
+                    records[i] = ([leaves[k].detach().cpu() for k in at], [ys[k].detach().cpu() for k in yat])
+                return y
+            return forward
+
+        try:
+            for i, m in enumerate(modules):
+                if i == 0:
+                    continue
+                had = m.__dict__.get("forward")
+                m.__dict__["forward"] = wrap(i, m.forward)
+                patched.append((m, had))
+            out = self.call(kwargs)
+        finally:
+            for m, had in patched:
+                if had is None:
+                    del m.__dict__["forward"]
+                else:
+                    m.__dict__["forward"] = had
+        return out, [(r is not None, r[0] if r else [], r[1] if r else []) for r in records]
 
     # ---- the incremental path: the module's init_state(batch) / step(x, state) ----------------------
     def incremental_missing(self) -> str:
