@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/export/exported_program.h"
+#include "formats/graph/graph_units.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -71,6 +73,10 @@ struct Step {
   std::vector<Arg> args;
   std::vector<Out> outs;
   std::vector<int> release;  // slots whose last read is this step
+  // Where the node comes from (its metadata): the modules it runs in, outermost first (path,
+  // qualified class), and the innermost frame of model code of its stack trace.
+  std::vector<std::pair<std::string, std::string>> modules;
+  std::optional<SourceFrame> frame;
 };
 
 struct Spec {  // the pytree of the user outputs
@@ -154,7 +160,12 @@ struct ExportedProgram::Impl {
   size_t parse_subgraph(const nlohmann::json& graph_argument, const std::string& where);
   void release_after_last_read(const std::vector<const exported::Arg*>& final_reads);
   c10::IValue value(const exported::Arg& a, std::vector<c10::IValue>& env) const;
-  void execute(std::vector<c10::IValue>& env) const;
+  void execute(std::vector<c10::IValue>& env, UnitRecorder* recorder = nullptr) const;
+  void run_step(const exported::Step& s, std::vector<c10::IValue>& env, std::vector<c10::IValue>& stack) const;
+  // The program's units (exported_program_units.cpp), built on first use.
+  GraphUnits units;
+  bool units_built = false;
+  const GraphUnits& unit_plan();
   std::vector<c10::IValue> call(size_t subgraph, const std::vector<c10::IValue>& inputs) const;
   std::vector<c10::IValue> higher_order(const exported::Step& s, const std::vector<c10::IValue>& args,
                                         const std::string& where) const;

@@ -140,6 +140,9 @@ void ExportedProgram::Impl::parse_node(const json& node, size_t index) {
     auto [k, v] = kind_of(outputs[0], "an output");
     if (v->is_object() && v->contains("name") && (*v)["name"].is_string()) s.name = (*v)["name"].get<std::string>();
     else if (v->is_object() && v->contains("as_name")) s.name = (*v)["as_name"].get<std::string>();
+    else if (v->is_array() && !v->empty() && (*v)[0].is_object() && (*v)[0].contains("name") &&
+             (*v)[0]["name"].is_string())  // a list return (a higher-order op's): its first item's name
+      s.name = (*v)[0]["name"].get<std::string>();
   }
   const std::string where = fmt::format("node {} ({}, #{})", s.name.empty() ? "?" : s.name, s.target, index);
   const std::string& t = s.target;
@@ -229,6 +232,14 @@ void ExportedProgram::Impl::parse_node(const json& node, size_t index) {
                                    s.returns));
   } else {
     throw InputError(fmt::format("{}: calls {}, which grassaudit does not run", where, t));
+  }
+  // Where the node comes from, for naming where a leak enters (strings; anything else is left).
+  if (node.contains("metadata") && node["metadata"].is_object()) {
+    const json& md = node["metadata"];
+    if (md.contains("nn_module_stack") && md["nn_module_stack"].is_string())
+      s.modules = parse_module_stack(md["nn_module_stack"].get<std::string>());
+    if (md.contains("stack_trace") && md["stack_trace"].is_string())
+      s.frame = innermost_frame(md["stack_trace"].get<std::string>());
   }
   steps.push_back(std::move(s));
 }

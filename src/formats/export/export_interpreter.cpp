@@ -158,11 +158,31 @@ c10::IValue ExportedProgram::Impl::value(const Arg& a, std::vector<c10::IValue>&
 }
 
 // Runs the graph's steps on `env` (its inputs bound): each op through the dispatcher, symbolic
-// arithmetic in C++, higher-order ops by running their sub-graphs.
-void ExportedProgram::Impl::execute(std::vector<c10::IValue>& env) const {
+// arithmetic in C++, higher-order ops by running their sub-graphs. With a recorder, each step
+// reads what its units see (audit/unit_probe.h: fed inputs, held outputs) and the run's own
+// values are back in their slots after it.
+void ExportedProgram::Impl::execute(std::vector<c10::IValue>& env, UnitRecorder* recorder) const {
   std::vector<c10::IValue> stack;
+  std::vector<std::pair<int, c10::IValue>> own;
   for (size_t si = 0; si < steps.size(); ++si) {
     const Step& s = steps[si];
+    if (recorder) {
+      own.clear();
+      for (auto& [slot, t] : recorder->reads(si, [&](int k) { return env[k].isTensor() ? env[k].toTensor() : at::Tensor(); })) {
+        own.emplace_back(slot, std::move(env[slot]));
+        env[slot] = std::move(t);
+      }
+    }
+    run_step(s, env, stack);
+    for (auto& [slot, v] : own) env[slot] = std::move(v);
+    own.clear();
+    for (int slot : s.release) env[slot] = c10::IValue();
+  }
+}
+
+// One step on `env`: its arguments read from their slots, its results written to theirs.
+void ExportedProgram::Impl::run_step(const Step& s, std::vector<c10::IValue>& env, std::vector<c10::IValue>& stack) const {
+  {
     auto where = [&]() { return fmt::format("node {} ({})", s.name.empty() ? "?" : s.name, s.target); };
     switch (s.k) {
       case Step::K::kOp: {
@@ -245,7 +265,6 @@ void ExportedProgram::Impl::execute(std::vector<c10::IValue>& env) const {
       case Step::K::kConstrainRange:
       case Step::K::kNoop: break;
     }
-    for (int slot : s.release) env[slot] = c10::IValue();
   }
 }
 

@@ -62,7 +62,9 @@ int ExportedProgram::promote_dtype_arguments(bool on) {
   return n;
 }
 
-c10::IValue ExportedProgram::run(const std::vector<at::Tensor>& user_inputs) {
+c10::IValue ExportedProgram::run(const std::vector<at::Tensor>& user_inputs) { return run_with(user_inputs, nullptr); }
+
+c10::IValue ExportedProgram::run_with(const std::vector<at::Tensor>& user_inputs, UnitRecorder* recorder) {
   Impl& im = *impl_;
   if (user_inputs.size() != im.user_inputs.size())
     throw InputError(fmt::format("the exported forward takes {} tensor inputs, got {}", im.user_inputs.size(),
@@ -95,7 +97,12 @@ c10::IValue ExportedProgram::run(const std::vector<at::Tensor>& user_inputs) {
       case InputSource::K::kValue: env[src.slot] = src.value; break;
     }
   }
-  im.execute(env);
+  im.execute(env, recorder);
+  if (recorder)  // what the graph returns reads the held units' outputs
+    for (auto& [slot, t] : recorder->reads(im.steps.size(), [&](int k) {
+           return env[k].isTensor() ? env[k].toTensor() : at::Tensor();
+         }))
+      env[slot] = std::move(t);
   std::vector<c10::IValue> outs;
   for (const auto& sink : im.sinks) {
     c10::IValue v = im.value(sink.value, env);

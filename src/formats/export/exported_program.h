@@ -28,6 +28,7 @@
 
 namespace grassaudit {
 
+class UnitRecorder;
 using ExportedInput = GraphInput;
 
 class ExportedProgram : public GraphProgram {
@@ -69,9 +70,15 @@ class ExportedProgram : public GraphProgram {
   // aten.embedding or aten.index_select (dim 0) on a parameter, buffer or constant with the input
   // as its indices: that table's first dimension (formats/export/export_lookup_tables.cpp).
   std::optional<int64_t> lookup_table_rows(size_t input) const override;
+  // The module groups of the nodes' nn_module_stack and the op nodes (formats/graph/graph_units.h),
+  // named by their stack traces (formats/export/exported_program_units.cpp).
+  const std::vector<ProbeUnit>& units() override;
+  c10::IValue run_units(const std::vector<at::Tensor>& user_inputs, const UnitTensors& fed, const UnitTensors& held,
+                        std::vector<UnitValues>& values) override;
 
  private:
   ExportedProgram();
+  c10::IValue run_with(const std::vector<at::Tensor>& user_inputs, UnitRecorder* recorder);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -6,11 +6,14 @@
 // is written once for every graph format.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
+
+#include "audit/unit_probe.h"
 
 namespace grassaudit {
 
@@ -61,6 +64,21 @@ class GraphProgram {
   virtual std::optional<int64_t> lookup_table_rows(size_t input) const {
     (void)input;
     return std::nullopt;
+  }
+
+  // Where a leak enters (audit/unit_probe.h): the units inside the graph, unit 0 the whole graph;
+  // empty where the program cannot be looked inside (why_no_units says why, in a line).
+  virtual const std::vector<ProbeUnit>& units() {
+    static const std::vector<ProbeUnit> none;
+    return none;
+  }
+  virtual std::string why_no_units() const { return noun() + " that cannot be looked inside"; }
+  // run() with every unit's values recorded into `values` (unit 0's left to the caller), the
+  // tensor inputs of the units in `fed` and the tensor outputs of those in `held` replaced.
+  virtual c10::IValue run_units(const std::vector<at::Tensor>& user_inputs, const UnitTensors& fed,
+                                const UnitTensors& held, std::vector<UnitValues>& values) {
+    (void)user_inputs, (void)fed, (void)held, (void)values;
+    throw std::logic_error("run_units on a graph without units");
   }
 };
 

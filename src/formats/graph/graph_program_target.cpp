@@ -88,7 +88,7 @@ std::vector<std::string> GraphProgramTarget::notes() const {
   return out;
 }
 
-c10::IValue GraphProgramTarget::call(const at::Tensor& x) {
+std::vector<at::Tensor> GraphProgramTarget::graph_arguments(const at::Tensor& x) {
   std::map<std::string, at::Tensor> named;
   for (auto& [name, value] : signature_.arguments(x)) named[name] = value.toTensor();
   std::vector<at::Tensor> args;
@@ -99,17 +99,45 @@ c10::IValue GraphProgramTarget::call(const at::Tensor& x) {
                                    ModelSignature::describe_arguments({ForwardArgument{in.name, "Tensor", false}})));
     args.push_back(it->second);
   }
+  return args;
+}
+
+template <class F>
+c10::IValue GraphProgramTarget::named_call(const at::Tensor& x, F f) {
   auto failed = [&](const std::string& why) {
     return InputError(fmt::format("{}: forward failed at L={} (input [{}] {}): {}", path_, x.dim() >= 2 ? x.size(1) : 0,
                                   fmt::join(x.sizes().vec(), ", "), c10::toString(x.scalar_type()), why));
   };
   try {
-    return program_->run(args);
+    return f();
   } catch (const InputError& e) {
     throw failed(e.what());
   } catch (const c10::Error& e) {  // a value of the wrong kind between nodes (a damaged graph)
     throw failed(first_meaningful_line(e.what_without_backtrace()));
   }
+}
+
+c10::IValue GraphProgramTarget::call(const at::Tensor& x) {
+  const std::vector<at::Tensor> args = graph_arguments(x);
+  return named_call(x, [&] { return program_->run(args); });
+}
+
+UnitProbe* GraphProgramTarget::unit_probe() { return program_->units().empty() ? nullptr : this; }
+
+std::string GraphProgramTarget::why_no_units() const { return program_->why_no_units(); }
+
+std::vector<UnitValues> GraphProgramTarget::run(const at::Tensor& x, const UnitTensors& fed, const UnitTensors& held) {
+  // The units' values are one call's: a pass the file runs only in several calls is not split.
+  if (!batch_range_.contains(x.size(0)))
+    throw InputError(fmt::format("the units are recorded in one call of the graph, and the file does not run {} rows "
+                                 "in one call (its batch sizes: {})",
+                                 x.size(0), batch_range_.str()));
+  const std::vector<at::Tensor> args = graph_arguments(x);
+  std::vector<UnitValues> values(program_->units().size());
+  const c10::IValue out = named_call(x, [&] { return program_->run_units(args, fed, held, values); });
+  if (state_.restores_after_forward()) restore_state();
+  values[0] = UnitValues{true, {x}, {signature_.file_leaf(out, output_path_, path_)}};
+  return values;
 }
 
 at::Tensor GraphProgramTarget::forward(const at::Tensor& x) {

@@ -22,7 +22,7 @@
 
 namespace grassaudit {
 
-class GraphProgramTarget : public ModelFileTarget {
+class GraphProgramTarget : public ModelFileTarget, public UnitProbe {
  public:
   // `format`: the JSON's format ("torch.export", "onnx"). InputError (one line naming the path)
   // when the graph's arguments do not take `inputs`.
@@ -61,10 +61,24 @@ class GraphProgramTarget : public ModelFileTarget {
   DeclaredRange batch_range() const override { return batch_range_; }
   std::vector<std::string> notes() const override;
 
+  // Where a leak enters: the graph's units (its module groups and op nodes), where the program
+  // offers them; recorded in one call of the graph (so only at a batch size the file runs).
+  UnitProbe* unit_probe() override;
+  std::string why_no_units() const override;
+  const std::vector<ProbeUnit>& units() override { return program_->units(); }
+  std::vector<UnitValues> run(const at::Tensor& x, const UnitTensors& fed, const UnitTensors& held) override;
+
   // The interpreter, for tests (outputs compared with PyTorch's, the op census).
   GraphProgram& graph() { return *program_; }
   // One call of the graph on the canonical input x (no batch splitting).
   c10::IValue call(const at::Tensor& x);
+
+ private:
+  // The graph's user inputs, in its order, from the canonical input x.
+  std::vector<at::Tensor> graph_arguments(const at::Tensor& x);
+  // f() with what fails named as call() names it.
+  template <class F>
+  c10::IValue named_call(const at::Tensor& x, F f);
 
  protected:
   const char* format_;
