@@ -18,6 +18,7 @@
 
 #include "formats/onnx/onnx_op.h"
 #include "formats/onnx/onnx_tensor.h"
+#include "formats/graph/graph_units.h"
 #include "formats/graph/slot_lifetimes.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -147,10 +148,21 @@ struct OnnxProgram::Impl {
   // Per node, the slots its read is the last of (released after it) and the inputs it may take over.
   static void plan_releases(Graph& g);
   // `subgraph_calls`: how many sub-graphs this run has called (Limits::max_subgraph_calls).
+  // `recorder` (the root graph only): each node reads what its units see (fed inputs, held
+  // outputs), and no node takes over its inputs' handles (the records keep them).
   void run_graph(const Graph& g, std::vector<Value>& env, const std::vector<std::vector<Value>*>& outer_envs,
-                 const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const;
+                 const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls,
+                 UnitRecorder* recorder = nullptr) const;
+  void run_node(const Graph& g, const Graph::Node& n, bool hand_over, std::vector<Value>& env,
+                const std::vector<std::vector<Value>*>& outer_envs, const std::vector<const Graph*>& outer_graphs,
+                int64_t& subgraph_calls) const;
   std::vector<Value> call(const Graph& g, const std::vector<Value>& inputs, std::vector<std::vector<Value>*> outer_envs,
-                          std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const;
+                          std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls,
+                          UnitRecorder* recorder = nullptr) const;
+  // The root graph's units, built on first use.
+  GraphUnits units;
+  bool units_built = false;
+  const GraphUnits& unit_plan();
 };
 
 void OnnxProgram::Impl::compile(Graph& g, const onnx::GraphProto& gp, bool is_root, const std::string& scope) {
@@ -327,14 +339,20 @@ void OnnxProgram::Impl::fuse_matmul_add(Graph& g) {
 
 std::vector<Value> OnnxProgram::Impl::call(const Graph& g, const std::vector<Value>& inputs,
                                            std::vector<std::vector<Value>*> outer_envs,
-                                                std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls) const {
+                                                std::vector<const Graph*> outer_graphs, int64_t& subgraph_calls,
+                                           UnitRecorder* recorder) const {
   std::vector<Value> env(g.nslots);
   if (inputs.size() > g.input_slots.size())
     throw InputError(fmt::format("a sub-graph takes {} inputs, the op passes {}", g.input_slots.size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) env[g.input_slots[i]] = inputs[i];
   for (const auto& [s, idx] : g.initializer_slots) env[s] = parameters[idx].second;
   for (const auto& [s, outer_slot] : g.captured) env[s] = (*outer_envs.back())[outer_slot];
-  run_graph(g, env, outer_envs, outer_graphs, subgraph_calls);
+  run_graph(g, env, outer_envs, outer_graphs, subgraph_calls, recorder);
+  if (recorder)  // the graph's outputs read the held units' outputs
+    for (auto& [slot, t] : recorder->reads(g.nodes.size(), [&](int k) {
+           return env[k].is_sequence() ? at::Tensor() : env[k].tensor;
+         }))
+      env[slot] = Value(std::move(t));
   std::vector<Value> out;
   for (int s : g.output_slots) out.push_back(env[s]);
   return out;
@@ -342,8 +360,29 @@ std::vector<Value> OnnxProgram::Impl::call(const Graph& g, const std::vector<Val
 
 void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
                                   const std::vector<std::vector<Value>*>& outer_envs,
-                                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const {
-  for (const auto& n : g.nodes) {
+                                  const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls,
+                                  UnitRecorder* recorder) const {
+  std::vector<std::pair<int, Value>> own;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Graph::Node& n = g.nodes[i];
+    if (recorder)
+      for (auto& [slot, t] : recorder->reads(i, [&](int k) { return env[k].is_sequence() ? at::Tensor() : env[k].tensor; })) {
+        own.emplace_back(slot, std::move(env[slot]));
+        env[slot] = Value(std::move(t));
+      }
+    run_node(g, n, recorder == nullptr, env, outer_envs, outer_graphs, subgraph_calls);
+    for (auto& [slot, v] : own) env[slot] = std::move(v);
+    own.clear();
+    for (int s : n.release) env[s] = Value();
+  }
+}
+
+// One node on `env`: its inputs gathered (taken over where `hand_over` and the plan allow), one
+// OpContext, its outputs written to their slots.
+void OnnxProgram::Impl::run_node(const Graph& g, const Graph::Node& n, bool hand_over, std::vector<Value>& env,
+                                 const std::vector<std::vector<Value>*>& outer_envs,
+                                 const std::vector<const Graph*>& outer_graphs, int64_t& subgraph_calls) const {
+  {
     std::vector<at::Tensor> in;
     std::vector<Value> values;  // an op over values gets its inputs as they are
     std::vector<at::IntArrayRef> shapes;
@@ -352,7 +391,7 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
       const int s = n.in[k];
       if (n.vfn) {
         if (s < 0) values.emplace_back();
-        else if (n.hand_over[k]) values.push_back(std::move(env[s]));
+        else if (hand_over && n.hand_over[k]) values.push_back(std::move(env[s]));
         else values.push_back(env[s]);
         continue;
       }
@@ -360,7 +399,7 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
         throw InputError(fmt::format("{}: input {} ('{}') is a sequence; {} takes tensors", n.label, k, n.proto->input(k),
                                      n.proto->op_type()));
       if (s < 0) in.emplace_back();
-      else if (n.hand_over[k]) in.push_back(std::move(env[s].tensor));
+      else if (hand_over && n.hand_over[k]) in.push_back(std::move(env[s].tensor));
       else in.push_back(env[s].tensor);
       if (in.back().defined()) shapes.push_back(in.back().sizes());
     }
@@ -420,8 +459,76 @@ void OnnxProgram::Impl::run_graph(const Graph& g, std::vector<Value>& env,
                                      limits.max_elements));
       env[n.out[k]] = std::move(out[k]);
     }
-    for (int s : n.release) env[s] = Value();
   }
+}
+
+// The root graph's units: each node's scope is its name's ("/mixer/rnn/LSTM" runs in mixer.rnn,
+// "/Add" in the root); a node the exporter named outside any scope ("Constant_33", "Loop_36")
+// runs in the longest scope its scoped producers and readers share (the root when they share
+// none). A node's sub-graphs (If, Loop, Scan) are part of it.
+const GraphUnits& OnnxProgram::Impl::unit_plan() {
+  if (units_built) return units;
+  units_built = true;
+  const Graph& g = root;
+  const size_t n = g.nodes.size();
+  std::vector<std::vector<std::string>> scope(n);
+  std::vector<char> scoped(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& name = g.nodes[i].proto->name();
+    scoped[i] = !name.empty() && name[0] == '/';
+    scope[i] = onnx_scope(name);
+  }
+  std::vector<int> producer(static_cast<size_t>(g.nslots), -1);
+  std::vector<std::vector<int>> readers(static_cast<size_t>(g.nslots));
+  for (size_t i = 0; i < n; ++i) {
+    for (int s : g.nodes[i].out)
+      if (s >= 0) producer[static_cast<size_t>(s)] = static_cast<int>(i);
+    for (int s : g.nodes[i].in)
+      if (s >= 0) readers[static_cast<size_t>(s)].push_back(static_cast<int>(i));
+    for (int s : g.nodes[i].captured_by_subgraphs) readers[static_cast<size_t>(s)].push_back(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (scoped[i]) continue;
+    std::optional<std::vector<std::string>> common;
+    auto meet = [&](int j) {
+      if (j < 0 || !scoped[static_cast<size_t>(j)]) return;
+      const auto& other = scope[static_cast<size_t>(j)];
+      if (!common) {
+        common = other;
+        return;
+      }
+      size_t k = 0;
+      while (k < common->size() && k < other.size() && (*common)[k] == other[k]) ++k;
+      common->resize(k);
+    };
+    const auto& node = g.nodes[i];
+    for (int s : node.in)
+      if (s >= 0) meet(producer[static_cast<size_t>(s)]);
+    for (int s : node.captured_by_subgraphs) meet(producer[static_cast<size_t>(s)]);
+    for (int s : node.out)
+      if (s >= 0)
+        for (int r : readers[static_cast<size_t>(s)]) meet(r);
+    if (common) scope[i] = *common;
+  }
+  std::vector<UnitStep> steps;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& node = g.nodes[i];
+    UnitStep u;
+    std::string path;
+    for (const auto& c : scope[i]) {
+      path += (path.empty() ? "" : ".") + c;
+      u.scopes.push_back(UnitStep::Scope{path, std::nullopt, std::nullopt});
+    }
+    u.is_unit = true;
+    u.op = node.profile_key;
+    if (!node.proto->name().empty()) u.node = node.proto->name();
+    u.reads = node.in;
+    u.reads.insert(u.reads.end(), node.captured_by_subgraphs.begin(), node.captured_by_subgraphs.end());
+    u.defines = node.out;
+    steps.push_back(std::move(u));
+  }
+  units = GraphUnits(steps, g.nslots, g.output_slots);
+  return units;
 }
 
 OnnxProgram::OnnxProgram() : impl_(std::make_unique<Impl>()) {}
@@ -498,6 +605,11 @@ int OnnxProgram::promote_dtype_arguments(bool on) {
 }
 
 std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user_inputs, bool check_declared) {
+  return run_all_with(user_inputs, check_declared, nullptr);
+}
+
+std::vector<at::Tensor> OnnxProgram::run_all_with(const std::vector<at::Tensor>& user_inputs, bool check_declared,
+                                                  UnitRecorder* recorder) {
   const auto& in = impl_->user_inputs;
   if (user_inputs.size() != in.size())
     throw InputError(fmt::format("the graph takes {} inputs, got {}", in.size(), user_inputs.size()));
@@ -531,7 +643,7 @@ std::vector<at::Tensor> OnnxProgram::run_all(const std::vector<at::Tensor>& user
   }
   int64_t subgraph_calls = 0;
   std::vector<at::Tensor> out;
-  const auto values = impl_->call(impl_->root, args, {}, {}, subgraph_calls);
+  const auto values = impl_->call(impl_->root, args, {}, {}, subgraph_calls, recorder);
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i].is_sequence())
       throw InputError(fmt::format("output '{}' is a sequence of tensors: stack it into one tensor to audit it",
@@ -552,8 +664,17 @@ std::vector<Value> OnnxProgram::run_values(const std::vector<Value>& user_inputs
   return impl_->call(impl_->root, user_inputs, {}, {}, subgraph_calls);
 }
 
-c10::IValue OnnxProgram::run(const std::vector<at::Tensor>& user_inputs) {
-  std::vector<at::Tensor> out = run_all(user_inputs);
+c10::IValue OnnxProgram::run(const std::vector<at::Tensor>& user_inputs) { return outputs_value(run_all(user_inputs)); }
+
+c10::IValue OnnxProgram::run_units(const std::vector<at::Tensor>& user_inputs, const UnitTensors& fed,
+                                   const UnitTensors& held, std::vector<UnitValues>& values) {
+  UnitRecorder recorder(impl_->unit_plan(), fed, held, values);
+  return outputs_value(run_all_with(user_inputs, true, &recorder));
+}
+
+const std::vector<ProbeUnit>& OnnxProgram::units() { return impl_->unit_plan().units(); }
+
+c10::IValue OnnxProgram::outputs_value(std::vector<at::Tensor> out) const {
   if (out.size() == 1) return out[0];
   c10::Dict<std::string, at::Tensor> dict;
   for (size_t i = 0; i < out.size(); ++i) dict.insert(impl_->output_names[i], out[i]);

@@ -20,6 +20,10 @@ namespace onnx {
 class ModelProto;
 }
 
+namespace grassaudit {
+class UnitRecorder;
+}
+
 namespace grassaudit::onnx_rt {
 
 class OnnxProgram : public GraphProgram {
@@ -58,6 +62,12 @@ class OnnxProgram : public GraphProgram {
   // nodes: the initializer's first dimension (formats/onnx/onnx_lookup_tables.cpp).
   std::optional<int64_t> lookup_table_rows(size_t input) const override;
 
+  // Where a leak enters: a group per scope of the node names the exporter writes
+  // ("/blocks.0/mix/TopK" runs in blocks.0.mix) and one unit per node.
+  const std::vector<ProbeUnit>& units() override;
+  c10::IValue run_units(const std::vector<at::Tensor>& user_inputs, const UnitTensors& fed, const UnitTensors& held,
+                        std::vector<UnitValues>& values) override;
+
   // The newest default-domain opset this libonnx knows.
   static int64_t newest_opset();
 
@@ -74,6 +84,10 @@ class OnnxProgram : public GraphProgram {
 
  private:
   OnnxProgram();
+  std::vector<at::Tensor> run_all_with(const std::vector<at::Tensor>& user_inputs, bool check_declared,
+                                       UnitRecorder* recorder);
+  // One output: the tensor; several: a dict by output name.
+  c10::IValue outputs_value(std::vector<at::Tensor> out) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -34,6 +34,9 @@ class StreamingProgram : public GraphProgram {
   const std::vector<GraphInput>& inputs() const override { return inputs_; }
   std::string describe() const override;
   std::string noun() const override { return "an ONNX streaming graph"; }
+  std::string why_no_units() const override {
+    return "a streaming ONNX graph sees one chunk per call, so its units see no whole sequence";
+  }
   c10::IValue run(const std::vector<at::Tensor>& user_inputs) override;
   NamedTensors& parameters() override { return step_->parameters(); }
   NamedTensors& buffers() override { return step_->buffers(); }
