@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -214,6 +215,11 @@ void init_from_env(const std::string& device, double timeout_seconds) {
   g.world = world;
   g.master = fmt::format("{}:{}", host, port);
   g.agent_store = env_or_empty("TORCHELASTIC_USE_AGENT_STORE") == "True";
+  // Gloo and the store write to their peers' sockets without MSG_NOSIGNAL on some builds (Debian 13's
+  // 2.6): a peer that died would end this rank with SIGPIPE before it could name the lost rank.
+  // Ignored, the write fails with EPIPE and the collective's error reaches raise_rank_lost, as Python
+  // launchers get it (the interpreter ignores SIGPIPE too).
+  std::signal(SIGPIPE, SIG_IGN);
   g.store = make_store(host, port, rank, world, g.agent_store);
   try {
     if (device == "cuda") {

@@ -10,7 +10,7 @@ std::string trim(const std::string& s) {
 }
 
 namespace {
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool line_starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 }  // namespace
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -22,7 +22,7 @@ std::string first_meaningful_line(const std::string& text) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = std::regex_replace(trim(text.substr(start, end - start)), enforce, "");
-    if (!line.empty() && !starts_with(line, "Exception raised from") && !starts_with(line, "frame #")) return line;
+    if (!line.empty() && !line_starts_with(line, "Exception raised from") && !line_starts_with(line, "frame #")) return line;
     start = end + 1;
   }
   return {};

@@ -13,7 +13,7 @@ namespace {
 }
 
 // "a, b or c"
-std::string one_of(const std::vector<std::string>& names) {
+std::string listed_as_choices(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i)
     out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
@@ -64,7 +64,7 @@ MixerKind parse_run_mixer(const std::string& text, const std::string& where) {
   if (const auto kind = find_public_mixer(text)) return *kind;
   std::vector<std::string> names;
   for (const auto& m : public_mixers()) names.push_back(m.name);
-  bad_value(where, "mixer", one_of(names), text);
+  bad_value(where, "mixer", listed_as_choices(names), text);
 }
 
 MixerFamily parse_family(const std::string& text, const std::string& where, const char* key) {

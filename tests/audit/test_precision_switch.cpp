@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <tuple>
 
 #include "audit/audit_prober.h"
 #include "audit/precision_switch.h"
@@ -26,11 +27,19 @@ FunctionTarget one_ahead(bool allow_double = true) {
       allow_double);
 }
 
+// The target, its prober and its switch at L = 8, as every test here needs them.
+struct Switched {
+  explicit Switched(bool allow_double = true) : t(one_ahead(allow_double)), prober(t, o), prec(t, prober, 8) {}
+  std::tuple<FunctionTarget&, Prober&, PrecisionSwitch&> parts() { return {t, prober, prec}; }
+  FunctionTarget t;
+  AuditOptions o = grassaudit::testing::audit_options(8, 2);
+  Prober prober;
+  PrecisionSwitch prec;
+};
+
 TEST(PrecisionScope, AProbeRunsOnlyInTheScopeItNames) {
-  FunctionTarget t = one_ahead();
-  const AuditOptions o = grassaudit::testing::audit_options(8, 2);
-  Prober prober(t, o);
-  PrecisionSwitch prec(t, prober, 8);
+  Switched s;
+  auto [t, prober, prec] = s.parts();  // references into s
   const InPrecision own = prec.in_own();
   Pass pass;
   EXPECT_NO_THROW(prober.probe_table(own, AuditMode::kEval, 8, pass));
@@ -45,10 +54,8 @@ TEST(PrecisionScope, AProbeRunsOnlyInTheScopeItNames) {
 }
 
 TEST(PrecisionScope, EachTableSaysItsPrecisionAndThePassIsReadFromThem) {
-  FunctionTarget t = one_ahead();
-  const AuditOptions o = grassaudit::testing::audit_options(8, 2);
-  Prober prober(t, o);
-  PrecisionSwitch prec(t, prober, 8);
+  Switched s;
+  auto [t, prober, prec] = s.parts();  // references into s
   Pass pass;
   {
     const InPrecision own = prec.in_own();
@@ -66,10 +73,8 @@ TEST(PrecisionScope, EachTableSaysItsPrecisionAndThePassIsReadFromThem) {
 }
 
 TEST(PrecisionScope, WithNoScopeAroundTheModelStaysUntilAsked) {
-  FunctionTarget t = one_ahead();
-  const AuditOptions o = grassaudit::testing::audit_options(8, 2);
-  Prober prober(t, o);
-  PrecisionSwitch prec(t, prober, 8);
+  Switched s;
+  auto [t, prober, prec] = s.parts();  // references into s
   { const InPrecision f64 = prec.in_deciding(); }
   EXPECT_EQ(t.dtype(), at::kDouble);  // no conversion back until a scope asks for one
   { const InPrecision again = prec.in_deciding(); }
@@ -83,10 +88,8 @@ TEST(PrecisionScope, WithNoScopeAroundTheModelStaysUntilAsked) {
 }
 
 TEST(PrecisionScope, ThresholdsExistOnlyOnceTheDecidingPrecisionIsEstablished) {
-  FunctionTarget t = one_ahead();
-  const AuditOptions o = grassaudit::testing::audit_options(8, 2);
-  Prober prober(t, o);
-  PrecisionSwitch prec(t, prober, 8);
+  Switched s;
+  auto [t, prober, prec] = s.parts();  // references into s
   EXPECT_FALSE(prec.established());
   EXPECT_THROW(prec.threshold(), std::logic_error);
   EXPECT_THROW(prec.horizon_threshold(), std::logic_error);
@@ -99,10 +102,8 @@ TEST(PrecisionScope, ThresholdsExistOnlyOnceTheDecidingPrecisionIsEstablished) {
 }
 
 TEST(PrecisionScope, WhereFloat64IsRefusedTheOwnDtypeDecides) {
-  FunctionTarget t = one_ahead(/*allow_double=*/false);
-  const AuditOptions o = grassaudit::testing::audit_options(8, 2);
-  Prober prober(t, o);
-  PrecisionSwitch prec(t, prober, 8);
+  Switched s(/*allow_double=*/false);
+  auto [t, prober, prec] = s.parts();  // references into s
   const InPrecision in = prec.in_deciding();
   EXPECT_FALSE(in.float64());
   EXPECT_EQ(in.dtype(), at::kFloat);

@@ -6,6 +6,7 @@
 #include "util/error_text.h"
 
 namespace grassaudit {
+using namespace exported;  // as the folder's other files: a unity batch joins them
 
 std::unique_ptr<GraphProgram> load_export_archive(const std::string& path) {
   try {
