@@ -11,6 +11,7 @@
 // model.py:99", the class the module whose forward that frame is). Higher-order ops (cond, scan,
 // ...) are one unit each: their sub-graphs are not looked into.
 namespace grassaudit {
+using namespace exported;  // as the folder's other files: a unity batch joins them
 
 using exported::Arg;
 using exported::Step;
