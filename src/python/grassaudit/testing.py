@@ -20,15 +20,30 @@ def _evidence(report: Any) -> str:
     return ""
 
 
+def _first_site(report: Any) -> str:
+    """Where the leak enters, the first site the audit named: its path ("" is the model's own
+    forward code), what it is (its source line or its class) and its own horizon."""
+    sites = getattr(report, "leak_sites", None)
+    if not sites:
+        return ""
+    s = sites[0]
+    where = s.get("path") or "the model's own forward"
+    what = s.get("source") or s.get("op")
+    horizon = f": its own horizon {s['horizon']}" if "horizon" in s else ""
+    more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
+    return f"leak enters at {where}{f' ({what})' if what else ''}{horizon}{more}"
+
+
 def assert_causal(model: torch.nn.Module, inputs: Union[None, str, Sequence[str]] = None, seq_len: Optional[int] = None,
                   **options: Any):
     """Audits `model` (grassaudit.audit, same arguments) and raises AssertionError unless every
-    property of the contract holds; the message is the CLI's summary and the first evidence (the
-    output position, the future position that moved it, by how much). Returns the report."""
+    property of the contract holds; the message is the CLI's summary, the first evidence (the
+    output position, the future position that moved it, by how much) and the first leak site
+    (the submodule where the leak enters, when one was named). Returns the report."""
     from . import audit
     report = audit(model, inputs=inputs, seq_len=seq_len, **options)
     if not report.causal:
-        raise AssertionError(f"{str(report).rstrip()}\n{_evidence(report)}".rstrip())
+        raise AssertionError(f"{str(report).rstrip()}\n{_evidence(report)}\n{_first_site(report)}".rstrip())
     return report
 
 
