@@ -18,6 +18,7 @@
 
 #include "formats/torchscript/torchscript_archive.h"
 #include "formats/torchscript/incremental_api.h"
+#include "formats/torchscript/torchscript_units.h"
 #include "formats/torch/torch2_ops.h"
 #include "audit/zero_redraw.h"
 #include "runtime/pickle_guard.h"
@@ -124,6 +125,62 @@ at::Tensor TorchScriptTarget::forward(const at::Tensor& x) {
   const c10::IValue out = call(x);
   if (state_.restores_after_forward()) restore_state();
   return signature_.file_leaf(out, output_path_, path_);
+}
+
+TorchScriptUnits& TorchScriptTarget::unit_copy() {
+  if (!units_ || !units_->made_from(*active_)) {
+    units_.reset();
+    auto copy = std::make_unique<TorchScriptUnits>(*active_);
+    if (unit_list_.empty()) {
+      unit_list_ = copy->units();
+    } else {
+      // The promoted or moved copy runs the same code: the same units, else none are named.
+      const auto& now = copy->units();
+      const bool same = now.size() == unit_list_.size() &&
+                        std::equal(now.begin(), now.end(), unit_list_.begin(),
+                                   [](const ProbeUnit& a, const ProbeUnit& b) { return a.path == b.path; });
+      if (!same) throw InputError("the module's copy in another dtype or device calls other submodules");
+    }
+    units_ = std::move(copy);
+  }
+  return *units_;
+}
+
+UnitProbe* TorchScriptTarget::unit_probe() {
+  if (!unit_list_.empty()) return this;
+  try {
+    unit_copy();
+    return this;
+  } catch (const c10::Error& e) {
+    no_units_ = "its forward could not be instrumented: " + first_meaningful_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    no_units_ = std::string("its forward could not be instrumented: ") + e.what();
+  }
+  return nullptr;
+}
+
+const std::vector<ProbeUnit>& TorchScriptTarget::units() { return unit_list_; }
+
+std::vector<UnitValues> TorchScriptTarget::run(const at::Tensor& x, const UnitTensors& fed, const UnitTensors& held) {
+  TorchScriptUnits& copy = unit_copy();
+  std::vector<UnitValues> values(unit_list_.size());
+  c10::IValue out;
+  try {
+    torch::jit::Kwargs kwargs;
+    for (auto& [name, value] : signature_.arguments(x)) {
+      if (value.isTensor() && value.toTensor().device() != device_) value = value.toTensor().to(device_);
+      kwargs.emplace(name, std::move(value));
+    }
+    std::vector<c10::IValue> stack{active_->_ivalue()};
+    active_->get_method("forward").function().getSchema().checkAndNormalizeInputs(stack, kwargs);
+    out = copy.run(std::move(stack), fed, held, values);
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: the instrumented forward failed: {}", path_,
+                                 first_meaningful_line(e.what_without_backtrace())));
+  }
+  if (state_.restores_after_forward()) restore_state();
+  values[0] = UnitValues{true, {x}, {signature_.file_leaf(out, output_path_, path_)}};
+  return values;
 }
 
 std::vector<OutputLeaf> TorchScriptTarget::output_leaves(int64_t L) {

@@ -9,6 +9,7 @@
 
 #include "audit/dtype_twins.h"
 #include "audit/model_file_target.h"
+#include "audit/unit_probe.h"
 #include "formats/tracked_state.h"
 
 namespace torch::jit {
@@ -22,7 +23,9 @@ namespace grassaudit {
 // explanation: a torch.save file, not a zip, a damaged archive) or has no forward.
 std::unique_ptr<torch::jit::Module> load_torchscript_module(const std::string& path);
 
-class TorchScriptTarget : public ModelFileTarget {
+class TorchScriptUnits;
+
+class TorchScriptTarget : public ModelFileTarget, public UnitProbe {
  public:
   // InputError when the file is missing, not TorchScript, has no forward, or its arguments do
   // not take `inputs` (ModelSignature).
@@ -60,6 +63,13 @@ class TorchScriptTarget : public ModelFileTarget {
   std::vector<RedrawnTensor> redraw_zero_parameters(uint64_t seed) override;
   void restore_redrawn_parameters() override;
 
+  // Where a leak enters (formats/torchscript/torchscript_units.h): the submodules forward calls,
+  // by path; the root's values are the engine's own, its input and the audited output leaf.
+  UnitProbe* unit_probe() override;
+  std::string why_no_units() const override { return no_units_; }
+  const std::vector<ProbeUnit>& units() override;
+  std::vector<UnitValues> run(const at::Tensor& x, const UnitTensors& fed, const UnitTensors& held) override;
+
   const char* format() const override { return "torchscript"; }
   const ModelSignature& signature() const override { return signature_; }
   // The output leaves at length L (one eval-mode pass of two random rows, no gradients).
@@ -70,6 +80,8 @@ class TorchScriptTarget : public ModelFileTarget {
 
  private:
   c10::IValue call(const at::Tensor& x);
+  // The instrumented copy of the module forward runs now (made again when that module changes).
+  TorchScriptUnits& unit_copy();
   // The recorded state: dotted attribute name -> value (tensors cloned; int, float, bool, str).
   TrackedState<c10::IValue> state_;
   std::string path_;
@@ -80,6 +92,9 @@ class TorchScriptTarget : public ModelFileTarget {
   ModelSignature signature_;
   std::string output_path_;
   std::optional<TrainModeProof> train_proof_;
+  std::unique_ptr<TorchScriptUnits> units_;  // unit_copy
+  std::vector<ProbeUnit> unit_list_;          // the units, as the first copy found them
+  std::string no_units_ = "the module's forward could not be instrumented";
   // What the structural pass redrew: name and the zeros it held (restore_redrawn_parameters).
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
   at::ScalarType dtype_;
