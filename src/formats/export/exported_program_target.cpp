@@ -1,5 +1,7 @@
 #include "formats/export/exported_program_target.h"
 
+#include "formats/export/export_graph.h"
+
 #include <fmt/format.h>
 
 #include "util/error.h"
