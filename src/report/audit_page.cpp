@@ -80,6 +80,18 @@ std::map<std::string, std::string> audit_page(const nlohmann::json& a, const std
       md += fmt::format("| {} | {} |\n", v.value("kind", std::string("?")),
                         cell(v.value("evidence", nlohmann::json::object()).value("text", std::string())));
   }
+  const auto sites = a.find("leak_sites");
+  if (sites != a.end() && sites->is_array() && !sites->empty()) {
+    // The smallest units that read their own inputs' future (the localise check).
+    md += "\n## Where the leak enters\n\n| unit | what | own horizon | mode |\n|---|---|---|---|\n";
+    for (const auto& s : *sites) {
+      const std::string path = s.value("path", std::string());
+      std::string what = s.value("source", s.value("op", std::string()));
+      if (s.contains("node")) what += (what.empty() ? "" : ", ") + std::string("node ") + s.value("node", std::string());
+      md += fmt::format("| {} | {} | {} | {} |\n", path.empty() ? "the model's own forward" : "`" + cell(path) + "`",
+                        cell(what), number(s.value("horizon", nlohmann::json())), s.value("mode", std::string()));
+    }
+  }
   md += "\n## Summary\n\n```text\n" + summary + "```\n";
   files["README.md"] = md;
   return files;
