@@ -17,6 +17,8 @@
 #include "formats/export/exported_program_target.h"
 #include "formats/graph/graph_units.h"
 #include "formats/model_file.h"
+#include "formats/torchscript/torchscript_target.h"
+#include "util/error.h"
 
 using namespace grassaudit;
 namespace fs = std::filesystem;
@@ -183,4 +185,79 @@ TEST(GraphLeakSites, WhereUnitsCannotBeRecordedTheVerdictStands) {
   EXPECT_EQ(stream.verdict(), Verdict::kLeaky);
   EXPECT_FALSE(stream.leak_sites.has_value());
   EXPECT_TRUE(has_note(stream, "leak sites: not looked for: a streaming ONNX graph sees one chunk per call"));
+}
+
+// TorchScript: the submodules forward calls, by attribute path (a ModuleList's blocks.0.mixer,
+// not 0.mixer), recorded through taps in an inlined copy of forward.
+TEST(TorchScriptLeakSites, UnitsAreTheCalledSubmodulesByPath) {
+  TorchScriptTarget t((kGraphAudits / "controls" / "grassmann_future_per_layer.pt").string(),
+                      {InputBinding::parse("tokens:64")});
+  UnitProbe* probe = t.unit_probe();
+  ASSERT_NE(probe, nullptr) << t.why_no_units();
+  const auto& units = probe->units();
+  EXPECT_EQ(units[0].path, "");
+  EXPECT_EQ(units[0].parent, -1);
+  EXPECT_EQ(units[0].op, std::optional<std::string>("LanguageModel"));
+  for (size_t u = 1; u < units.size(); ++u) EXPECT_LT(units[u].parent, static_cast<int>(u)) << units[u].path;
+  const int block = unit_named(units, "blocks.0", std::nullopt), mixer = unit_named(units, "blocks.0.mixer", std::nullopt);
+  ASSERT_GT(block, 0);
+  ASSERT_GT(mixer, 0);
+  ASSERT_GT(unit_named(units, "blocks.1.mixer", std::nullopt), 0);
+  EXPECT_EQ(units[static_cast<size_t>(mixer)].parent, block);
+  ASSERT_TRUE(units[static_cast<size_t>(mixer)].source.has_value());
+  EXPECT_NE(units[static_cast<size_t>(mixer)].source->find(".forward, "), std::string::npos)
+      << *units[static_cast<size_t>(mixer)].source;
+
+  at::NoGradGuard no_grad;
+  const at::Tensor x = at::randint(0, 64, {3, 16}, at::kLong);
+  const at::Tensor y = t.forward(x);
+  const auto plain = probe->run(x, {}, {});
+  ASSERT_EQ(plain.size(), units.size());
+  EXPECT_TRUE(at::equal(plain[0].outputs.at(0), y));
+  const auto& m = plain[static_cast<size_t>(mixer)];
+  ASSERT_TRUE(m.called);
+  ASSERT_FALSE(m.inputs.empty());
+  ASSERT_FALSE(m.outputs.empty());
+  // Held to its own outputs the forward is the same; held to zeros it is not, and the zeros are recorded.
+  EXPECT_TRUE(at::equal(probe->run(x, {}, {{mixer, m.outputs}})[0].outputs.at(0), y));
+  std::vector<at::Tensor> zeros;
+  for (const auto& o : m.outputs) zeros.push_back(at::zeros_like(o));
+  const auto zeroed = probe->run(x, {}, {{mixer, zeros}});
+  EXPECT_FALSE(at::equal(zeroed[0].outputs.at(0), y));
+  EXPECT_TRUE(at::equal(zeroed[static_cast<size_t>(mixer)].outputs.at(0), zeros.at(0)));
+  // Fed other inputs, it computes from them; given the wrong number of leaves, an error (the
+  // interpreter passes the tap's InputError on as its own runtime error).
+  std::vector<at::Tensor> fed;
+  for (const auto& i : m.inputs) fed.push_back(i + 1.0);
+  EXPECT_FALSE(at::equal(probe->run(x, {{mixer, fed}}, {})[static_cast<size_t>(mixer)].outputs.at(0), m.outputs.at(0)));
+  EXPECT_ANY_THROW(probe->run(x, {}, {{mixer, {}}}));
+  // And after all that, the plain forward is the plain forward again.
+  EXPECT_TRUE(at::equal(t.forward(x), y));
+}
+
+TEST(TorchScriptLeakSites, ControlsNameTheirPlantedSites) {
+  const auto controls = kGraphAudits / "controls";
+  const AuditResult shift = audit_graph_file(controls / "token_shift_wrong_way.pt", {"tokens:64"});
+  EXPECT_EQ(shift.verdict(), Verdict::kLeaky);
+  EXPECT_EQ(site_paths(shift), (std::set<std::string>{"mixer"}));
+  ASSERT_TRUE(shift.leak_sites.has_value());
+  ASSERT_FALSE(shift.leak_sites->empty());
+  EXPECT_EQ(shift.leak_sites->front().op, std::optional<std::string>("TokenShift"));
+  ASSERT_TRUE(shift.leak_sites->front().source.has_value());
+  EXPECT_EQ(shift.leak_sites->front().source->rfind("TokenShift.forward, make_audit_controls.py:", 0), 0u)
+      << *shift.leak_sites->front().source;
+
+  const AuditResult grassmann = audit_graph_file(controls / "grassmann_future_per_layer.pt", {"tokens:64"});
+  EXPECT_EQ(grassmann.verdict(), Verdict::kLeaky);
+  EXPECT_EQ(site_paths(grassmann), (std::set<std::string>{"blocks.0.mixer", "blocks.1.mixer"}));
+
+  const AuditResult fft = audit_graph_file(controls / "fft_conv_circular.pt", {"features:4"});
+  EXPECT_EQ(fft.verdict(), Verdict::kLeaky);
+  EXPECT_EQ(site_paths(fft), (std::set<std::string>{"core"}));
+}
+
+TEST(TorchScriptLeakSites, CausalControlNamesNone) {
+  const AuditResult r = audit_graph_file(kGraphAudits / "controls" / "token_shift.pt", {"tokens:64"});
+  EXPECT_EQ(r.verdict(), Verdict::kCausal);
+  EXPECT_TRUE(site_paths(r).empty());
 }
