@@ -1,7 +1,5 @@
 #include "formats/export/exported_program_target.h"
 
-#include "formats/export/export_graph.h"
-
 #include <fmt/format.h>
 
 #include "formats/export/export_graph.h"  // namespace exported, which the folder's files use
