@@ -545,11 +545,13 @@ def grassmann(pairing: str, offset_mode: str) -> nn.Module:
 def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, rounding_only=None,
       seed=0, twin=None, eval_horizon=None, train_horizon=None, contract=None, violations=None,
       length_dependent=None, batch_coupled=None, past_horizon=None, float32_sized_floor=None,
-      train_from_eval=None):
+      train_from_eval=None, leak_sites=None):
     """verdict: "leaky" exactly when a property of the contract is violated (future beyond the
     lookahead, length, batch, window); horizon: the future leak horizon, whatever the contract.
     contract: {"lookahead": K, "window": W} (default strictly causal, unbounded past). The
-    remaining keyword expectations are checked (and written to the suite) only when given."""
+    remaining keyword expectations are checked (and written to the suite) only when given;
+    leak_sites: the module paths the builder planted the future leak in (the localise check names
+    them), written to the suite as stated."""
     return dict(name=name, file=file, build=build, input=input, seq_len=seq_len, verdict=verdict,
                 horizon=horizon, rounding_only=rounding_only, leak_class=leak_class, why=why,
                 seed=seed, twin=twin,
@@ -557,7 +559,7 @@ def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, roun
                 train_horizon=horizon if train_horizon is None else train_horizon,
                 contract=contract or {}, violations=violations, length_dependent=length_dependent,
                 batch_coupled=batch_coupled, past_horizon=past_horizon, float32_sized_floor=float32_sized_floor,
-                train_from_eval=train_from_eval)
+                train_from_eval=train_from_eval, leak_sites=leak_sites)
 
 
 TOK = f"tokens:{VOCAB}"
@@ -567,7 +569,7 @@ CASES = [
     C("bidirectional-attention", "bidirectional_attention.pt", lambda: TokenLM(Attention(causal=False)),
       TOK, 32, "leaky", 31, "missing-causal-mask",
       "Decoder self-attention with the causal mask forgotten (no attn_mask / is_causal dropped), so every position attends to the whole sequence.",
-      twin="causal-attention", seed=1),
+      twin="causal-attention", seed=1, leak_sites=["mixer"]),
     C("causal-attention", "causal_attention.pt", lambda: TokenLM(Attention(causal=True)),
       TOK, 32, "causal", 0, "missing-causal-mask",
       "The same decoder with the upper-triangular -inf mask: the correct causal twin.",
@@ -575,7 +577,7 @@ CASES = [
     C("conv-symmetric-padding", "conv_symmetric_padding.pt", lambda: TokenLM(ConvMixer(1, 1)),
       TOK, 32, "leaky", 1, "symmetric-conv-padding",
       "nn.Conv1d(kernel_size=3, padding=1) used as a 'causal' convolution: symmetric padding lets y_t read x_{t+1}.",
-      twin="conv-left-padding", seed=2),
+      twin="conv-left-padding", seed=2, leak_sites=["mixer"]),
     C("conv-left-padding", "conv_left_padding.pt", lambda: TokenLM(ConvMixer(2, 0)),
       TOK, 32, "causal", 0, "symmetric-conv-padding",
       "The same kernel-3 convolution with left padding k-1 = 2 and none on the right: the correct causal convolution.",
@@ -583,7 +585,7 @@ CASES = [
     C("fft-conv-circular", "fft_conv_circular.pt", lambda: FeatureModel(FFTConv(padded=False), 2 * CHANNELS),
       FEAT, 32, "leaky", 31, "fft-circular-wrap",
       "FFT long convolution (Hyena/H3/S4-style) with FFT size L instead of 2L: circular wrap-around feeds the end of the sequence into its start.",
-      twin="fft-conv-padded", seed=3),
+      twin="fft-conv-padded", seed=3, leak_sites=["core"]),
     C("fft-conv-padded", "fft_conv_padded.pt", lambda: FeatureModel(FFTConv(padded=True), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "fft-circular-wrap",
       "The same long convolution with FFT size 2L (linear convolution): causal, but every output picks up rounding-level cross-talk from future positions through the transform.",
@@ -591,7 +593,7 @@ CASES = [
     C("chunk-mean-broadcast", "chunk_mean_broadcast.pt", lambda: FeatureModel(ChunkMean(8, cumulative=False), 16),
       FEAT, 32, "leaky", 7, "chunk-broadcast",
       "Chunked/blocked processing that computes a per-chunk summary (mean over a chunk of 8) and broadcasts it to every position of the chunk, so early positions see the rest of their chunk.",
-      twin="chunk-cumulative-mean", seed=4),
+      twin="chunk-cumulative-mean", seed=4, leak_sites=["core"]),
     C("chunk-cumulative-mean", "chunk_cumulative_mean.pt", lambda: FeatureModel(ChunkMean(8, cumulative=True), 16),
       FEAT, 32, "causal", 0, "chunk-broadcast",
       "Cumulative (prefix) mean within each chunk of 8: the causal form of the chunk summary.",
@@ -599,7 +601,7 @@ CASES = [
     C("time-axis-normalisation", "time_axis_normalisation.pt", lambda: FeatureModel(TimeNorm(causal=False), 2 * CHANNELS),
       FEAT, 32, "leaky", 31, "time-axis-normalisation",
       "Standardising each channel over the whole time axis (InstanceNorm1d / RevIN / z-scoring the input window), so every output depends on future values through the window mean and variance.",
-      twin="causal-normalisation", seed=5),
+      twin="causal-normalisation", seed=5, leak_sites=["core"]),
     C("causal-normalisation", "causal_normalisation.pt", lambda: FeatureModel(TimeNorm(causal=True), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "time-axis-normalisation",
       "Running mean and variance up to t (cumulative sums): the causal normalisation.",
@@ -607,7 +609,7 @@ CASES = [
     C("summary-from-last", "summary_from_last.pt", lambda: TokenLM(SummaryMixer(from_last=True)),
       TOK, 32, "leaky", 31, "global-summary",
       "A sequence summary taken from the last position (encoder-style pooled/CLS vector) added to every position of a decoder.",
-      twin="summary-from-first", seed=6),
+      twin="summary-from-first", seed=6, leak_sites=["mixer"]),
     C("summary-from-first", "summary_from_first.pt", lambda: TokenLM(SummaryMixer(from_last=False)),
       TOK, 32, "causal", 0, "global-summary",
       "The summary taken from the first (BOS) position, which every later position may see.",
@@ -615,7 +617,7 @@ CASES = [
     C("train-only-leak", "train_only_leak.pt", lambda: TokenLM(TrainOnlyLeak()),
       TOK, 32, "leaky", 1, "train-only-branch",
       "A branch taken only under `if self.training:` (augmentation/mixing via torch.roll(h, -1) along time) pulls in the next position; eval-mode-only audits miss it.",
-      twin="dropout-only", seed=7, eval_horizon=0, train_horizon=1),
+      twin="dropout-only", seed=7, eval_horizon=0, train_horizon=1, leak_sites=["mixer"]),
     C("dropout-only", "dropout_only.pt", lambda: TokenLM(DropoutOnly(), dropout=0.2),
       TOK, 32, "causal", 0, "train-only-branch",
       "A causal model whose only train/eval difference is dropout: causal in both modes, reported leaky only if the audit's paired passes do not reuse the same dropout masks (RNG reset).",
@@ -623,7 +625,7 @@ CASES = [
     C("long-seq-only-leak", "long_seq_only_leak.pt", lambda: TokenLM(LengthSwitchConv(threshold=16)),
       TOK, 32, "leaky", 31, "length-dependent-path",
       "A fast path taken only when L > 16 (FFT convolution of size L, circular) while short inputs use an exact causal convolution, so short-sequence tests pass.",
-      twin="long-seq-only-leak-at-16", seed=8),
+      twin="long-seq-only-leak-at-16", seed=8, leak_sites=["mixer"]),
     C("long-seq-only-leak-at-16", "long_seq_only_leak.pt", None,
       TOK, 16, "causal", 0, "length-dependent-path",
       "The same model audited only up to L = 16, where it takes the causal path: how such a leak escapes short unit tests.",
@@ -631,7 +633,7 @@ CASES = [
     C("centred-moving-average", "centred_moving_average.pt", lambda: FeatureModel(MovingAverage(centred=True), 2 * CHANNELS, out=1),
       FEAT, 32, "leaky", 2, "centred-window-feature",
       "A forecasting feature computed with a centred rolling window (pandas rolling(5, center=True)), so the feature at t uses x_{t+1} and x_{t+2}.",
-      twin="trailing-moving-average", seed=9),
+      twin="trailing-moving-average", seed=9, leak_sites=["core"]),
     C("trailing-moving-average", "trailing_moving_average.pt", lambda: FeatureModel(MovingAverage(centred=False), 2 * CHANNELS, out=1),
       FEAT, 32, "causal", 0, "centred-window-feature",
       "The same rolling mean with a trailing window of 5 (rolling(5)): causal.",
@@ -639,7 +641,7 @@ CASES = [
     C("tiny-leak", "tiny_leak.pt", lambda: FeatureModel(TinyLeak(1e-6), 2 * CHANNELS),
       FEAT, 32, "leaky", 1, "tiny-leak",
       "A future term weighted ~1e-6 of the output scale (e.g. a soft mask with a finite penalty, an epsilon smoothing term): near float32 rounding level but a genuine dependence.",
-      seed=10),
+      seed=10, leak_sites=["core"]),
     C("suffix-cancelled-prefix-mean", "suffix_cancelled_prefix_mean.pt", lambda: FeatureModel(SuffixPrefixMean(), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "rounding-cross-talk",
       "A running mean computed as (total - reversed-cumsum suffix + x_t)/(t+1): causal in exact arithmetic, but the cancellation carries rounding-level dependence on every future value.",
@@ -647,11 +649,11 @@ CASES = [
     C("grassmann-future-per-layer", "grassmann_future_per_layer.pt", lambda: grassmann("future", "per-layer"),
       TOK, 32, "leaky", 3, "future-pairing",
       "The paper's Grassmann layer read literally: pairs (z_t, z_{t+D}), offsets 1 then 2 (one per layer), so y_t sees x_{t+1+2}.",
-      twin="grassmann-past-per-layer", seed=12),
+      twin="grassmann-past-per-layer", seed=12, leak_sites=["blocks.0.mixer", "blocks.1.mixer"]),
     C("grassmann-future-all", "grassmann_future_all.pt", lambda: grassmann("future", "all"),
       TOK, 32, "leaky", 4, "future-pairing",
       "Literal future pairing with every layer using both offsets {1, 2}: the window widens to 2 layers x 2 = 4.",
-      twin="grassmann-past-all", seed=13),
+      twin="grassmann-past-all", seed=13, leak_sites=["blocks.0.mixer", "blocks.1.mixer"]),
     C("grassmann-past-per-layer", "grassmann_past_per_layer.pt", lambda: grassmann("past", "per-layer"),
       TOK, 32, "causal", 0, "future-pairing",
       "The reproductions' reading, pairs (z_t, z_{t-D}), offsets 1 then 2: causal by construction.",
@@ -694,7 +696,7 @@ CASES = [
     C("right-context-over-lookahead", "right_context_conv.pt", None,
       FEAT, 32, "leaky", 2, "declared-lookahead",
       "The same model declared with --allow-lookahead 1: it reads one frame further than it says.",
-      twin="right-context-within-lookahead", seed=17, contract={"lookahead": 1}, violations=["future"], past_horizon=1),
+      twin="right-context-within-lookahead", seed=17, contract={"lookahead": 1}, violations=["future"], past_horizon=1, leak_sites=["core"]),
     C("sliding-window-within", "sliding_window_attention.pt", lambda: FeatureModel(SlidingWindowAttention(window=4), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "declared-window",
       "Sliding-window attention over x_{t-3} .. x_t audited under --window 4: the contract holds.",
@@ -707,21 +709,21 @@ CASES = [
     C("selective-scan-bidirectional", "selective_scan_bidirectional.pt", lambda: TokenLM(SelectiveScan(bidirectional=True)),
       TOK, 32, "leaky", 31, "bidirectional-scan",
       "A selective state-space scan (input-dependent decay) with a backward scan added, as a bidirectional block left in a decoder: every position reads the whole future.",
-      twin="selective-scan-causal", seed=31),
+      twin="selective-scan-causal", seed=31, leak_sites=["mixer"]),
     C("selective-scan-causal", "selective_scan_causal.pt", lambda: TokenLM(SelectiveScan(bidirectional=False)),
       TOK, 32, "causal", 0, "bidirectional-scan",
       "The same selective scan, forward only: s_t depends on x_0 .. x_t.", twin="selective-scan-bidirectional", seed=31, rounding_only=False),
     C("token-shift-wrong-way", "token_shift_wrong_way.pt", lambda: TokenLM(TokenShift(wrong_way=True)),
       TOK, 32, "leaky", 1, "token-shift-direction",
       "RWKV-style token shift padded on the wrong side: x_{t+1} is mixed into position t.",
-      twin="token-shift", seed=32),
+      twin="token-shift", seed=32, leak_sites=["mixer"]),
     C("token-shift", "token_shift.pt", lambda: TokenLM(TokenShift(wrong_way=False)),
       TOK, 32, "causal", 0, "token-shift-direction",
       "RWKV-style token shift: position t mixes x_t with x_{t-1}.", twin="token-shift-wrong-way", seed=32, rounding_only=False),
     C("retention-no-causal-cut", "retention_no_causal_cut.pt", lambda: TokenLM(Retention(causal=False)),
       TOK, 32, "leaky", 31, "retention-decay-mask",
       "Parallel retention whose decay matrix is gamma^|t-s| without the causal cut: a decayed read of every future position.",
-      twin="retention", seed=33),
+      twin="retention", seed=33, leak_sites=["mixer"]),
     C("retention", "retention.pt", lambda: TokenLM(Retention(causal=True)),
       TOK, 32, "causal", 0, "retention-decay-mask",
       "Parallel retention with the causal decay mask gamma^(t-s), s <= t.", twin="retention-no-causal-cut", seed=33, rounding_only=False),
@@ -733,7 +735,7 @@ CASES = [
     C("float32-softmax-attention-unmasked", "float32_softmax_attention_unmasked.pt", lambda: TokenLM(Float32SoftmaxAttention(causal=False)),
       TOK, 32, "leaky", 31, "float32-island",
       "The same float32-softmax attention with the causal mask forgotten: a leak far above the float32 floor.",
-      twin="float32-softmax-attention", seed=34),
+      twin="float32-softmax-attention", seed=34, leak_sites=["mixer"]),
     C("float32-middle", "float32_middle.pt", lambda: TokenLM(Float32Middle()),
       TOK, 32, "causal", 0, "float32-island",
       "A causal running mean computed on an explicit .float() copy of the hidden states (a float32 lower-triangular matmul) and cast back: causal, with a float32-sized rounding floor in the float64 forward.",
@@ -744,7 +746,7 @@ CASES = [
       "The train-only torch.roll branch three submodules down in a model with no dropout anywhere: its only "
       "train/eval difference is that one `if self.training:`, which an audit that takes train mode to equal eval "
       "mode (to skip the second probe) must find, or it would miss the leak.",
-      seed=36, eval_horizon=0, train_horizon=1, train_from_eval=False),
+      seed=36, eval_horizon=0, train_horizon=1, train_from_eval=False, leak_sites=["core.core.inner.inner"]),
 ]
 
 
@@ -1077,6 +1079,8 @@ def main() -> None:
                   "train_from_eval": got["train_from_eval"]}
         if case["rounding_only"] is not None:
             expect["rounding_only"] = case["rounding_only"]
+        if case["leak_sites"] is not None:
+            expect["leak_sites"] = case["leak_sites"]
         for key, value in measured.items():
             if case[key] is None:
                 continue
