@@ -40,7 +40,7 @@ import copy
 import json
 import os
 import sys
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -280,6 +280,25 @@ DECLARED: List[Tuple[str, str, str, object, Tuple[object, object]]] = [
      (1, 1)),
 ]
 
+# Where each leaky model's future leak is planted: the module path(s) the audit's localise check must
+# name ("" = the model's own forward code: F.layer_norm over time, a loop over a time-less cell, an
+# F.pad [1, 1] whose conv sees L + 2 frames), written as leak_sites to every case with a future horizon;
+# None: the audit names another site than the planted one, no expectation written.
+LEAK_SITES: Dict[str, Optional[List[str]]] = {
+    "batchnorm2d-causal-conv": ["norm"],
+    "batchnorm1d-causal-conv": ["norm"],
+    "instancenorm1d-running-stats": ["norm"],
+    "groupnorm-over-time": ["norm"],
+    "layernorm-over-time": [""],
+    "rnncell-backward": [""],
+    "grucell-backward": [""],
+    "lstmcell-backward": [""],
+    "rnn-bidirectional": None,  # planted in rnn; the scripted nn.RNN is called as forward__0: the audit names ""
+    "relu-same-conv": [""],
+    "maxpool1d-centred": ["pool"],
+    "hardtanh-same-conv": [""],
+}
+
 
 # Models whose float64 autograd is wrong in PyTorch/LibTorch 1.13 (CPU): BatchNorm2d's backward,
 # given a grad_output whose strides look channels-last ([B, C, T, 1] reached through squeeze(-1)
@@ -343,6 +362,8 @@ def decaying_case(name: str, f: str, why: str) -> Dict:
     expect["decaying"] = reach > h
     if within:
         expect["leak_horizon_within"] = within
+    if LEAK_SITES[name] is not None:
+        expect["leak_sites"] = LEAK_SITES[name]
     DECAY_RESULTS[name] = (h, reach, within)
     return {"name": f"{name}-L64", "model": os.path.relpath(f, AUDITS), "input": FEAT, "seq_len": L, "mode": "both",
             "expect": expect, "why": why + " At L 64 the effect of a later input decays below the threshold.",
@@ -396,6 +417,8 @@ def main() -> None:
             if expect["leak_horizon"] > 0:
                 expect["structural_horizon"] = reach
                 expect["decaying"] = reach > expect["leak_horizon"]
+                if LEAK_SITES[name] is not None:
+                    expect["leak_sites"] = LEAK_SITES[name]
             if GRADIENT_BUG.get(name) == g_mode:
                 if not (got[g_mode]["gradient_horizon_at_L"] > 0 and got[g_mode]["leak_horizon"] == 0
                         and got[g_mode]["max_rel_future_change_f64"] == 0.0 and reach > 0):
