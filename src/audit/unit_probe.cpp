@@ -61,4 +61,19 @@ at::Tensor effect_before_cut(const at::Tensor& y, const at::Tensor& y_base, cons
   return diff.amax(2).div(scale.view({R, 1})).cpu().contiguous();
 }
 
+at::Tensor rows_mixed(const at::Tensor& a, const at::Tensor& b, const at::Tensor& keep) {
+  std::vector<int64_t> shape(static_cast<size_t>(a.dim()), 1);
+  shape[0] = a.size(0);
+  return at::where(keep.to(a.device()).view(shape), a, b).contiguous();
+}
+
+double effect_in_kept_rows(const at::Tensor& y, const at::Tensor& y_base, const at::Tensor& keep) {
+  const int64_t R = y.size(0);
+  const auto base = y_base.to(at::kDouble).reshape({R, -1});
+  const auto diff = (y.to(at::kDouble).reshape({R, -1}) - base).abs().amax(1);  // [R]
+  const auto scale = base.abs().amax(1).clamp_min(1e-300);
+  const auto rel = at::where(keep.to(diff.device()), diff.div(scale), at::zeros_like(diff));
+  return rel.numel() == 0 ? 0.0 : rel.max().item<double>();
+}
+
 }  // namespace grassaudit

@@ -65,4 +65,10 @@ at::Tensor held_before_cut(const at::Tensor& y, const at::Tensor& y_base, const 
 at::Tensor effect_before_cut(const at::Tensor& y, const at::Tensor& y_base, const std::vector<int64_t>& axes,
                              const at::Tensor& cuts, int64_t L);
 
+// Batch sites: [R, ...] leaves of the base rows (a) and the mixed rows (b), `keep` [R] bool: a
+// where the row is kept, else b (a unit's leaf with only the other rows' part replaced).
+at::Tensor rows_mixed(const at::Tensor& a, const at::Tensor& b, const at::Tensor& keep);
+// The largest |y - y_base| over the kept rows, each relative to its row's max |y_base|.
+double effect_in_kept_rows(const at::Tensor& y, const at::Tensor& y_base, const at::Tensor& keep);
+
 }  // namespace grassaudit

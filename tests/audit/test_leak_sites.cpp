@@ -34,6 +34,15 @@ Fn ahead(int64_t D) {
 Fn running() {
   return [](const at::Tensor& x) { return x.cumsum(1); };
 }
+// Each value scaled by the sequence's length: every position depends on how many follow.
+Fn by_length() {
+  return [](const at::Tensor& x) { return x * static_cast<double>(x.size(1)); };
+}
+// Each row plus the batch's mean at each position: rows mix, time does not (a row alone is
+// doubled, so what reaches the output from before still shows).
+Fn batch_mixed() {
+  return [](const at::Tensor& x) { return x + x.mean(0, /*keepdim=*/true); };
+}
 
 // A unit: `pre`, then its children in order, then `post`.
 struct Node {
@@ -174,6 +183,46 @@ TEST(LeakSites, NotLookedForOnACausalModelOrWhenTurnedOff) {
   bool said = false;
   for (const auto& note : n.notes) said = said || note.rfind("leak sites: not looked for", 0) == 0;
   EXPECT_TRUE(said);
+}
+
+TEST(LeakSiteHelpers, RowsMixedKeepTheKeptRowsAndMeasureOnlyThem) {
+  const auto a = at::zeros({4, 3, 1});
+  const auto b = at::ones({4, 3, 1});
+  const auto keep = at::arange(4, at::kLong).remainder(2).eq(0);
+  const auto m = rows_mixed(a, b, keep);
+  EXPECT_EQ(m.sum().item<double>(), 6);  // rows 1 and 3 from b
+  EXPECT_EQ(m[0].sum().item<double>(), 0);
+  EXPECT_DOUBLE_EQ(effect_in_kept_rows(m, a, keep), 0.0);                 // only the other rows moved
+  EXPECT_DOUBLE_EQ(effect_in_kept_rows(b.mul(3), b.mul(2), keep), 0.5);  // |3 - 2| / 2
+}
+
+TEST(LeakSites, TheUnitThatMixesTheRowsIsNamedForTheBatchCoupling) {
+  TreeTarget t({{"", -1, identity(), identity()}, {"first", 0, running(), identity()}, {"norm", 0, batch_mixed(), identity()}});
+  const AuditResult r = audit(t);
+  ASSERT_TRUE(r.batch_coupled.value_or(false));
+  ASSERT_EQ(site_paths(r), (std::vector<std::string>{"norm"}));
+  EXPECT_EQ(r.leak_sites->front().violation, ViolationKind::kBatch);
+}
+
+TEST(LeakSites, ARowMixingUnitIsNotNamedForTheFutureAndTheReaderAheadIs) {
+  // Rows mix in "norm" and "first" reads one ahead: each violation names its own unit, and the
+  // future's probe runs one row at a time, so the mixing reads as no future leak of "norm".
+  TreeTarget t({{"", -1, identity(), identity()}, {"first", 0, ahead(1), identity()}, {"norm", 0, batch_mixed(), identity()}});
+  const AuditResult r = audit(t);
+  ASSERT_TRUE(r.leaky());
+  ASSERT_TRUE(r.leak_sites.has_value());
+  std::vector<std::pair<std::string, ViolationKind>> got;
+  for (const auto& s : *r.leak_sites) got.emplace_back(s.path, s.violation);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, ViolationKind>>{{"first", ViolationKind::kFuture},
+                                                                      {"norm", ViolationKind::kBatch}}));
+}
+
+TEST(LeakSites, TheUnitThatReadsTheLengthIsNamedForTheLengthDependence) {
+  TreeTarget t({{"", -1, identity(), identity()}, {"first", 0, running(), identity()}, {"scale", 0, by_length(), identity()}});
+  const AuditResult r = audit(t);
+  ASSERT_TRUE(r.length_dependent.value_or(false));
+  ASSERT_EQ(site_paths(r), (std::vector<std::string>{"scale"}));
+  EXPECT_EQ(r.leak_sites->front().violation, ViolationKind::kLength);
 }
 
 }  // namespace

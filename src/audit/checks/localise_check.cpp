@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "audit/audit_prober.h"
@@ -28,6 +30,10 @@ namespace {
 struct UnitAxes {
   std::vector<std::vector<int64_t>> in, out;  // the time axes of each input and output leaf
 };
+
+bool violated(const AuditResult& r, ViolationKind kind) {
+  return std::any_of(r.violations.begin(), r.violations.end(), [&](const Violation& v) { return v.kind == kind; });
+}
 
 // Whether unit u lies inside unit a (a strict ancestor).
 bool inside(const std::vector<ProbeUnit>& units, int u, int a) {
@@ -60,11 +66,13 @@ class Localiser {
     testable_.assign(units_.size(), true);
   }
 
-  std::vector<LeakSite> sites(double threshold) {
+  // `rows_mix`: the mode's rows mix (the batch check's output), so each probe row runs alone, as
+  // the tables' passes did: a unit that mixes rows must not read as one that reads ahead.
+  std::vector<LeakSite> sites(double threshold, bool rows_mix) {
     const Prober::ProbeRows rows =
         run_.prober.cut_rows(in_, mode_, L_, {}, Side::kFuture, /*first_trial_only=*/true);
     const int64_t R = rows.rows.size(0);
-    const int64_t chunk = std::min(std::max<int64_t>(1, run_.opt.batch), R);
+    const int64_t chunk = rows_mix ? 1 : std::min(std::max<int64_t>(1, run_.opt.batch), R);
     const at::Tensor base = tiled(rows.bases, chunk);
     axes_ = unit_axes(base, rows.dropout_seed);
     for (int64_t start = 0; start < R; start += chunk) {
@@ -86,23 +94,207 @@ class Localiser {
       if (within.empty() || still_leaks(u, within, rows, base, chunk, threshold)) found.push_back(u);
     }
     std::vector<LeakSite> out;
-    for (int u : found) {
-      const ProbeUnit& pu = units_[static_cast<size_t>(u)];
-      LeakSite s;
-      s.path = pu.path;
-      s.op = pu.op;
-      s.source = pu.source;
-      s.node = pu.node;
-      s.horizon = judge(tables_[static_cast<size_t>(u)], threshold).horizon;
-      s.violation = ViolationKind::kFuture;
-      s.mode = mode_name(mode_);
-      out.push_back(std::move(s));
-    }
+    for (int u : found)
+      out.push_back(site(u, judge(tables_[static_cast<size_t>(u)], threshold).horizon, ViolationKind::kFuture));
     std::sort(out.begin(), out.end(), [](const LeakSite& a, const LeakSite& b) { return a.path < b.path; });
     return out;
   }
 
+  // The units that mix the rows of a batch by themselves: fed, on base rows, their own inputs
+  // with the odd rows' taken from a pass whose odd rows were replaced (the kept even rows' as
+  // they were), their outputs in the kept rows move beyond `threshold` (the batch check's
+  // comparison threshold). Innermost first, an enclosing unit only when it still mixes with the
+  // sites inside it held, as for the future.
+  std::vector<LeakSite> batch_sites(double threshold) {
+    const Prober::ProbeRows rows =
+        run_.prober.cut_rows(in_, mode_, L_, {}, Side::kFuture, /*first_trial_only=*/true);
+    const uint64_t seed = rows.dropout_seed;
+    const int64_t B = std::min(std::max<int64_t>(2, run_.opt.batch), rows.rows.size(0));
+    if (B < 2) return {};
+    const at::Tensor base = rows.rows.narrow(0, 0, B).contiguous();
+    const at::Tensor keep = at::arange(B, at::kLong).remainder(2).eq(0);  // [B]
+    const at::Tensor mixed = rows_mixed(base, base.roll(1, 0), keep);
+    const auto a = forward(base, seed);
+    const auto b = forward(mixed, seed);
+    std::vector<double> effect(units_.size(), 0.0);
+    std::vector<bool> testable(units_.size(), false);
+    std::map<int, std::vector<int>> by_depth;
+    std::vector<std::vector<at::Tensor>> own(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
+          a[u].outputs.size() != b[u].outputs.size())
+        continue;
+      if (std::none_of(a[u].outputs.begin(), a[u].outputs.end(), [&](const at::Tensor& t) { return rowed(t, B); }))
+        continue;  // nothing with the rows comes out
+      testable[u] = true;
+      if (u == 0) {
+        own[u] = b[u].outputs;
+        continue;
+      }
+      bool free = true;
+      for (size_t k = 0; k < a[u].inputs.size() && testable[u]; ++k) {
+        const auto& x = a[u].inputs[k];
+        const auto& y = b[u].inputs[k];
+        if (!rowed(x, B)) {
+          if (!at::equal(x, y)) testable[u] = false;  // a leaf without the rows moved
+          continue;
+        }
+        free = free && at::equal(rows_mixed(x, y, keep), y);
+      }
+      if (!testable[u]) continue;
+      if (free)
+        own[u] = b[u].outputs;
+      else
+        by_depth[depth(units_, static_cast<int>(u))].push_back(static_cast<int>(u));
+    }
+    const auto mixed_leaves = [&](const std::vector<at::Tensor>& x, const std::vector<at::Tensor>& y) {
+      std::vector<at::Tensor> out;
+      for (size_t k = 0; k < x.size(); ++k) out.push_back(rowed(x[k], B) ? rows_mixed(x[k], y[k], keep) : x[k]);
+      return out;
+    };
+    const auto kept_effect = [&](const std::vector<at::Tensor>& y, const std::vector<at::Tensor>& y_base) {
+      double e = 0;
+      for (size_t k = 0; k < y.size() && k < y_base.size(); ++k)
+        if (rowed(y_base[k], B)) e = std::max(e, effect_in_kept_rows(y[k], y_base[k], keep));
+      return e;
+    };
+    for (const auto& [d, us] : by_depth) {
+      UnitTensors fed;
+      for (int u : us) fed[u] = mixed_leaves(a[static_cast<size_t>(u)].inputs, b[static_cast<size_t>(u)].inputs);
+      const auto h = forward(base, seed, fed);
+      for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
+    }
+    for (size_t u = 0; u < units_.size(); ++u)
+      if (testable[u]) effect[u] = kept_effect(own[u], a[u].outputs);
+    std::vector<int> found;
+    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
+      const auto uu = static_cast<size_t>(u);
+      if (!testable[uu] || !(effect[uu] > threshold)) continue;
+      UnitTensors held;
+      for (int s : found)
+        if (inside(units_, s, u))
+          held[s] = mixed_leaves(a[static_cast<size_t>(s)].outputs, b[static_cast<size_t>(s)].outputs);
+      if (!held.empty()) {  // sites inside: does it still mix with them held in the kept rows?
+        UnitTensors fed;
+        if (u != 0) fed[u] = mixed_leaves(a[uu].inputs, b[uu].inputs);
+        const auto h = forward(u == 0 ? mixed : base, seed, fed, held);
+        if (!(kept_effect(h[uu].outputs, a[uu].outputs) > threshold)) continue;
+      }
+      found.push_back(u);
+    }
+    std::vector<LeakSite> out;
+    for (int u : found) out.push_back(site(u, 0, ViolationKind::kBatch));
+    return out;
+  }
+
+  // The units whose outputs depend on the length by themselves: in a run of the prefix of
+  // length p alone, a unit fed its own inputs of the full run (cut to p) gives outputs at
+  // t < p - guard that differ beyond `threshold` from its full-run outputs there (the length
+  // check's comparison, one sequence, eval mode). Innermost first, as for the future.
+  std::vector<LeakSite> length_sites(double threshold, int64_t p, int64_t guard) {
+    if (p - guard <= 0 || p >= L_) return {};
+    const Prober::ProbeRows rows =
+        run_.prober.cut_rows(in_, mode_, L_, {}, Side::kFuture, /*first_trial_only=*/true);
+    const uint64_t seed = rows.dropout_seed;
+    const at::Tensor x = rows.bases.narrow(0, 0, 1).contiguous();
+    const auto a = forward(x, seed);                  // the full length
+    const auto b = forward(x.narrow(1, 0, p), seed);  // the prefix alone
+    const at::Tensor cut = at::tensor(std::vector<int64_t>{p - guard}, at::kLong);
+    struct Leaves {
+      std::vector<std::vector<int64_t>> in, out;
+    };
+    std::vector<Leaves> axes(units_.size());
+    std::vector<bool> testable(units_.size(), false);
+    std::map<int, std::vector<int>> by_depth;
+    std::vector<std::vector<at::Tensor>> own(units_.size());
+    const auto cut_to_p = [&](const std::vector<at::Tensor>& full, const std::vector<std::vector<int64_t>>& ax) {
+      std::vector<at::Tensor> out;
+      for (size_t k = 0; k < full.size(); ++k) {
+        at::Tensor t = full[k];
+        for (int64_t d : ax[k]) t = t.narrow(d, 0, p);
+        out.push_back(t.contiguous());
+      }
+      return out;
+    };
+    const auto leaf_axes = [&](const std::vector<at::Tensor>& at_L, const std::vector<at::Tensor>& at_p) {
+      std::vector<std::vector<int64_t>> out;
+      for (size_t k = 0; k < at_L.size(); ++k) out.push_back(time_axes(shape_of(at_L[k]), shape_of(at_p[k]), L_, p));
+      return out;
+    };
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
+          a[u].outputs.size() != b[u].outputs.size())
+        continue;
+      axes[u] = {leaf_axes(a[u].inputs, b[u].inputs), leaf_axes(a[u].outputs, b[u].outputs)};
+      if (!has_time(axes[u].out)) continue;
+      testable[u] = true;
+      if (u == 0) {
+        own[u] = b[u].outputs;
+        continue;
+      }
+      bool free = true;
+      const auto fed = cut_to_p(a[u].inputs, axes[u].in);
+      for (size_t k = 0; k < fed.size() && testable[u]; ++k) {
+        if (!fed[k].sizes().equals(b[u].inputs[k].sizes())) {
+          testable[u] = false;  // a leaf whose length is not the time's
+          continue;
+        }
+        free = free && at::equal(fed[k], b[u].inputs[k]);
+      }
+      if (!testable[u]) continue;
+      if (free)
+        own[u] = b[u].outputs;
+      else
+        by_depth[depth(units_, static_cast<int>(u))].push_back(static_cast<int>(u));
+    }
+    for (const auto& [d, us] : by_depth) {
+      UnitTensors fed;
+      for (int u : us) fed[u] = cut_to_p(a[static_cast<size_t>(u)].inputs, axes[static_cast<size_t>(u)].in);
+      const auto h = forward(x.narrow(1, 0, p), seed, fed);
+      for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
+    }
+    const auto moved = [&](size_t u, const std::vector<at::Tensor>& y) {
+      const auto full = cut_to_p(a[u].outputs, axes[u].out);
+      double e = 0;
+      for (size_t k = 0; k < y.size() && k < full.size(); ++k) {
+        if (axes[u].out[k].empty() || !y[k].sizes().equals(full[k].sizes())) continue;
+        e = std::max(e, effect_before_cut(y[k], full[k], axes[u].out[k], cut, p).max().item<double>());
+      }
+      return e > threshold;
+    };
+    std::vector<int> found;
+    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
+      const auto uu = static_cast<size_t>(u);
+      if (!testable[uu] || !moved(uu, own[uu])) continue;
+      UnitTensors held;
+      for (int s : found)
+        if (inside(units_, s, u)) held[s] = cut_to_p(a[static_cast<size_t>(s)].outputs, axes[static_cast<size_t>(s)].out);
+      if (!held.empty()) {  // sites inside: does it still depend on the length with them held?
+        UnitTensors fed;
+        if (u != 0) fed[u] = cut_to_p(a[uu].inputs, axes[uu].in);
+        if (!moved(uu, forward(x.narrow(1, 0, p), seed, fed, held)[uu].outputs)) continue;
+      }
+      found.push_back(u);
+    }
+    std::vector<LeakSite> out;
+    for (int u : found) out.push_back(site(u, 0, ViolationKind::kLength));
+    return out;
+  }
+
  private:
+  LeakSite site(int u, int64_t horizon, ViolationKind violation) const {
+    const ProbeUnit& pu = units_[static_cast<size_t>(u)];
+    LeakSite s;
+    s.path = pu.path;
+    s.op = pu.op;
+    s.source = pu.source;
+    s.node = pu.node;
+    s.horizon = horizon;
+    s.violation = violation;
+    s.mode = mode_name(mode_);
+    return s;
+  }
+
   // One forward of the probe in the site's mode; train mode reseeds the RNG before every forward,
   // as the tables' passes do, so dropout draws match row for row.
   std::vector<UnitValues> forward(const at::Tensor& x, uint64_t seed, const UnitTensors& fed = {},
@@ -304,8 +496,8 @@ class LocaliseCheck : public Check {
   Stage stage() const override { return Stage::kAfterVerdict; }
   bool wanted(const AuditRun& run) const override {
     if (!run.opt.localise || run.opt.stop_when_leaky) return false;
-    return std::any_of(run.r.violations.begin(), run.r.violations.end(),
-                       [](const Violation& v) { return v.kind == ViolationKind::kFuture; });
+    return violated(run.r, ViolationKind::kFuture) || violated(run.r, ViolationKind::kBatch) ||
+           violated(run.r, ViolationKind::kLength);
   }
   void run(AuditRun& run) override {
     AuditResult& r = run.r;
@@ -314,19 +506,46 @@ class LocaliseCheck : public Check {
       r.notes.push_back("leak sites: not looked for: " + run.target.why_no_units() + "; the verdict stands");
       return;
     }
-    const FutureEvidence* where = run.outputs.get<FutureEvidence>();
-    const AuditMode mode = where && where->evidence.mode == "train" ? AuditMode::kTrain : AuditMode::kEval;
-    try {
-      const InPrecision in = run.prec.in_decided();
-      Localiser localiser(run, *probe, mode, in);
-      r.leak_sites = localiser.sites(run.prec.horizon_threshold());
-      if (r.leak_sites->empty())
-        r.notes.push_back("leak sites: none named: no unit the audit can follow (one whose outputs have a time axis) "
-                          "reads ahead by itself on these rows; the verdict stands");
-    } catch (const std::exception& e) {
-      r.leak_sites.reset();
-      r.notes.push_back("leak sites: not run (" + failure_line(e) + "); the verdict stands");
+    std::optional<std::vector<LeakSite>> all;
+    // Each violation's sites in the mode its evidence was seen in; one that cannot be followed
+    // says why in a note and leaves the other's sites standing.
+    const auto look = [&](const char* what, const std::string& evidence_mode, const char* none,
+                          const std::function<std::vector<LeakSite>(Localiser&)>& find) {
+      const AuditMode mode = evidence_mode == "train" ? AuditMode::kTrain : AuditMode::kEval;
+      try {
+        const InPrecision in = run.prec.in_decided();
+        Localiser localiser(run, *probe, mode, in);
+        auto sites = find(localiser);
+        if (sites.empty()) r.notes.push_back(fmt::format("leak sites{}: none named: {}; the verdict stands", what, none));
+        if (!all) all.emplace();
+        all->insert(all->end(), sites.begin(), sites.end());
+      } catch (const std::exception& e) {
+        r.notes.push_back(fmt::format("leak sites{}: not run ({}); the verdict stands", what, failure_line(e)));
+      }
+    };
+    if (violated(r, ViolationKind::kFuture)) {
+      const FutureEvidence* where = run.outputs.get<FutureEvidence>();
+      const std::string mode = where ? where->evidence.mode : "eval";
+      const CoupledModes* coupled = run.outputs.get<CoupledModes>();
+      const bool rows_mix = coupled && std::find(coupled->modes.begin(), coupled->modes.end(),
+                                                 mode == "train" ? AuditMode::kTrain : AuditMode::kEval) !=
+                                           coupled->modes.end();
+      look("", mode,
+           "no unit the audit can follow (one whose outputs have a time axis) reads ahead by itself on these rows",
+           [&](Localiser& l) { return l.sites(run.prec.horizon_threshold(), rows_mix); });
     }
+    if (violated(r, ViolationKind::kBatch))
+      look(" of the batch coupling", r.batch_evidence.mode,
+           "no unit the audit can follow (one whose outputs keep the rows) mixes the rows by itself",
+           [&](Localiser& l) { return l.batch_sites(run.prec.threshold()); });
+    if (violated(r, ViolationKind::kLength)) {
+      const FutureHorizon* future = run.outputs.get<FutureHorizon>();
+      const int64_t guard = std::max(run.opt.lookahead, future ? future->horizon : 0);
+      look(" of the length dependence", "eval",
+           "no unit the audit can follow (one whose outputs have a time axis) depends on the length by itself",
+           [&](Localiser& l) { return l.length_sites(run.prec.threshold(), r.length_evidence.prefix_len, guard); });
+    }
+    r.leak_sites = std::move(all);
   }
   void write_json(const AuditResult& r, nlohmann::json& j) const override { j["leak_sites"] = sites_json(r); }
   void write_output_json(const AuditResult& r, nlohmann::json& j) const override { j["leak_sites"] = sites_json(r); }
@@ -339,8 +558,11 @@ class LocaliseCheck : public Check {
       if (s.source) what = *s.source;
       else if (s.op) what = *s.op;
       if (s.node) what += (what.empty() ? "" : ", ") + std::string("node ") + *s.node;
-      out += fmt::format("  leak enters at {}{}: its own horizon {}{}\n", where, what.empty() ? "" : " (" + what + ")",
-                         s.horizon, s.mode == "train" ? ", train mode" : "");
+      const std::string claim = s.violation == ViolationKind::kBatch    ? std::string("it mixes the rows of a batch")
+                                : s.violation == ViolationKind::kLength ? std::string("it depends on the length")
+                                                                        : fmt::format("its own horizon {}", s.horizon);
+      out += fmt::format("  leak enters at {}{}: {}{}\n", where, what.empty() ? "" : " (" + what + ")", claim,
+                         s.mode == "train" ? ", train mode" : "");
     }
     return out;
   }

@@ -200,7 +200,9 @@ TorchScriptUnits::TorchScriptUnits(torch::jit::Module& module) : impl_(std::make
     auto cls = call->input(0)->type()->expect<c10::ClassType>();
     const std::string method = call->s(c10::attr::name);
     auto& callee = torch::jit::toGraphFunction(cls->getMethod(method));
-    const auto path = method == "forward" ? module_path(call->input(0), self) : std::nullopt;
+    // A module's forward, or one of its overloads (nn.RNN's scripted forward is forward__0).
+    const bool forward_call = method == "forward" || method.rfind("forward__", 0) == 0;
+    const auto path = forward_call ? module_path(call->input(0), self) : std::nullopt;
     if (path && !path->empty()) {
       int unit;
       auto found = by_path.find(*path);
