@@ -100,10 +100,9 @@ def test_report_equals_cli(make, threads, cli, tmp_path):
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    # Where a leak enters is compared where both can look inside (tests/python/test_leak_sites.py).
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, threads=threads, no_localise=True)
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, threads=threads)
 
-    done = run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads, "--no-localise")
+    done = run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads)
     assert done.returncode == (0 if report.causal else 1), done.stderr
     expected = json.loads((tmp_path / "cli.json").read_text())
 
@@ -120,9 +119,8 @@ def test_no_train_proof_equals_cli(make, cli, tmp_path):
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
     report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, no_train_proof=True, mode="both", batch=8,
-                              threads=1, no_localise=True)
-    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", 1, "--no-train-proof", "--mode", "both", "--batch", "8",
-            "--no-localise")
+                              threads=1)
+    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", 1, "--no-train-proof", "--mode", "both", "--batch", "8")
     assert comparable(report.to_dict()) == comparable(json.loads((tmp_path / "cli.json").read_text()))
 
 
@@ -134,8 +132,8 @@ def test_property_search_equals_cli(make, threads, cli, tmp_path):
     model, inputs, seq_len = make()
     path = tmp_path / "model.pt"
     torch.jit.script(model).save(str(path))
-    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, property=20, threads=threads, no_localise=True)
-    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads, "--property", "20", "--no-localise")
+    report = grassaudit.audit(model, inputs=inputs, seq_len=seq_len, property=20, threads=threads)
+    run_cli(cli, path, seq_len, inputs, tmp_path / "cli.json", threads, "--property", "20")
     got, expected = report.to_dict(), json.loads((tmp_path / "cli.json").read_text())
     assert comparable(got) == comparable(expected)
     if report.causal:
