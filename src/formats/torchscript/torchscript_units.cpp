@@ -119,8 +119,10 @@ std::string last_name(const c10::ClassTypePtr& cls) {
   return cls->name()->name();
 }
 
-// "file.py:LINE" of the first node of `g` that knows where it was written (the Python source
-// the file was compiled from where it records it).
+// "file.py:LINE" of the method `g` was compiled from: the first line of its source (its def, or
+// its first decorator), read from the first node that knows where it was written (the Python
+// source the file was compiled from where it records it), as Python's inspect.getsourcelines
+// gives it for a live module.
 std::optional<std::string> first_line(const Graph& g) {
   for (const Node* n : g.nodes()) {
     torch::jit::SourceRange r = n->sourceRange();
@@ -130,7 +132,7 @@ std::optional<std::string> first_line(const Graph& g) {
       const size_t slash = file.find_last_of('/');
       if (slash != std::string::npos) file = file.substr(slash + 1);
       if (file.empty()) continue;
-      return fmt::format("{}:{}", file, std::get<1>(*flc));
+      return fmt::format("{}:{}", file, r.source() ? r.source()->starting_line_no() : std::get<1>(*flc));
     }
   }
   return std::nullopt;
