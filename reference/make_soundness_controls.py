@@ -266,6 +266,30 @@ DECAYING = [
 ]
 DECAY_L = 64
 
+# Where each leaky model's future leak is planted: the module path(s) the audit's localise check must
+# name ("" = the model's own forward code: the x_{t+1} shift, the backward loop), written as leak_sites
+# to every case with a future horizon; None: the audit names another site than the planted one, no
+# expectation written.
+LEAK_SITES: Dict[str, Optional[List[str]]] = {
+    "conv-batchnorm": ["norm"],
+    "conv-batchnorm-no-running-stats": ["norm"],
+    "conv-groupnorm": ["norm"],
+    "conv-instancenorm": ["norm"],
+    "relu-conv-tiny-leak": [""],
+    "bigru-script": None,  # planted in rnn; the scripted nn.GRU is called as forward__0: the audit names "": left out
+    "bigru-trace": ["rnn"],
+    "bilstm-script": None,  # as bigru-script (the traced twins name rnn)
+    "bilstm-trace": ["rnn"],
+    "decay-recurrence": [""],
+}
+
+
+def with_sites(expect: Dict, name: str) -> Dict:
+    """expect with leak_sites (LEAK_SITES[name]) where it has a future horizon."""
+    if expect["leak_horizon"] > 0 and LEAK_SITES[name] is not None:
+        expect["leak_sites"] = LEAK_SITES[name]
+    return expect
+
 
 def effect_by_distance(path: str, L: int, train: bool) -> List[float]:
     """float64, each position s perturbed alone (2 draws, fixed seed): the largest relative change of
@@ -435,7 +459,7 @@ def main() -> None:
               f"floor {got['precision_floor_f64']:.2g} proof {got['train_from_eval']}", flush=True)
         for mode in MODES:
             for gradient in (True, False):
-                expect = expectation(got, mode, L, gradient)
+                expect = with_sites(expectation(got, mode, L, gradient), name)
                 if gradient and expect["gradient_check"] != "agrees":
                     failures.append(f"{name} ({mode}): the gradient method's horizon differs from brute force")
                 entry = {"name": f"{name}-{mode}{'' if gradient else '-no-gradient'}",
@@ -457,7 +481,7 @@ def main() -> None:
             failures.append(f"{name}: declared horizon {want}, brute force {h}")
         if got["float32_sized_floor"]:
             failures.append(f"{name}: float64 floor {got['precision_floor_f64']:.2g} is float32-sized")
-        expect = expectation(got, "both", L, True)
+        expect = with_sites(expectation(got, "both", L, True), name)
         cases.append({"name": name, "model": os.path.relpath(f, AUDITS), "input": FEAT, "seq_len": L, "mode": "both",
                       "expect": expect, "why": why, "checked": got})
 
@@ -508,6 +532,7 @@ def main() -> None:
         expect["decaying"] = reach > h
         if within:
             expect["leak_horizon_within"] = within
+        with_sites(expect, name)
         cases.append({"name": name, "model": os.path.relpath(f, AUDITS), "input": FEAT, "seq_len": L, "mode": "both",
                       "expect": expect, "why": why,
                       "checked": {**got, "effect_by_distance_eval": curve}})
