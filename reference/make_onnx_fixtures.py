@@ -272,11 +272,13 @@ class StreamGru(nn.Module):
 # --------------------------------------------------------------------------------------------
 
 def S(name: str, build: Callable[[], nn.Module], inputs: Sequence[str], outputs: Sequence[str], expect: Dict,
-      why: str, ops: Sequence[str]) -> Dict:
+      why: str, ops: Sequence[str], leak_sites: Optional[List[str]] = None) -> Dict:
     """A sequence model. inputs: NAME=KIND (tokens:V | features:C); expect: per output name
-    (verdict, leak_horizon); ops: the op types the export is meant to contain."""
+    (verdict, leak_horizon); ops: the op types the export is meant to contain; leak_sites: the module
+    paths the builder planted the future leak in (the ONNX scopes the localise check names; "" the
+    root's own code), written to the suite as stated."""
     return dict(name=name, build=build, inputs=list(inputs), outputs=list(outputs), expect=expect, why=why,
-                ops=list(ops), streaming=False)
+                ops=list(ops), streaming=False, leak_sites=leak_sites)
 
 
 def causal(*names: str) -> Dict:
@@ -292,36 +294,39 @@ CASES: List[Dict] = [
     S("attention_triu", lambda: TokenLM(TriuAttention(1)), [TOK], ["logits"], causal("logits"),
       "single-head attention, additive mask torch.triu(full(-inf), diagonal=1)", ["Trilu", "Softmax"]),
     S("attention_triu_off_by_one", lambda: TokenLM(TriuAttention(2)), [TOK], ["logits"], leaky(1, "logits"),
-      "the same with diagonal=2: each position also sees the next one", ["Trilu", "Softmax"]),
+      "the same with diagonal=2: each position also sees the next one", ["Trilu", "Softmax"], leak_sites=["mixer"]),
     S("attention_where", lambda: FeatureNet(WhereAttention(1)), [FEAT], ["y"], causal("y"),
       "single-head attention masked by torch.where(arange(T)[None] < arange(T)[:, None] + 1, s, -inf)",
       ["Range", "Less", "Where", "Softmax"]),
     S("attention_where_off_by_one", lambda: FeatureNet(WhereAttention(2)), [FEAT], ["y"], leaky(1, "y"),
-      "the same with + 2: each position also sees the next one", ["Range", "Less", "Where", "Softmax"]),
+      "the same with + 2: each position also sees the next one", ["Range", "Less", "Where", "Softmax"],
+      leak_sites=["mixer"]),
     S("conv_causal", lambda: TokenLM(Conv(True)), [TOK], ["logits"], causal("logits"),
       "Conv1d kernel 3 after F.pad(left 2)", ["Pad", "Conv"]),
     S("conv_same", lambda: TokenLM(Conv(False)), [TOK], ["logits"], leaky(1, "logits"),
-      "Conv1d kernel 3, padding=1 (the Conv's own pads): y_t reads x_{t+1}", ["Conv"]),
+      "Conv1d kernel 3, padding=1 (the Conv's own pads): y_t reads x_{t+1}", ["Conv"], leak_sites=["mixer.conv"]),
     S("gru", lambda: FeatureNet(Rnn("gru")), [FEAT], ["y"], causal("y"), "nn.GRU, batch_first", ["GRU"]),
     S("lstm_bidirectional", lambda: FeatureNet(Rnn("lstm")), [FEAT], ["y"], leaky(GROWS, "y"),
       "bidirectional nn.LSTM: the backward direction reads the whole future (horizon T-1 at length T)",
-      ["LSTM"]),
+      ["LSTM"], leak_sites=["mixer.rnn"]),
     S("cumsum", lambda: FeatureNet(Cumsum(False)), [FEAT], ["y"], causal("y"), "torch.cumsum over time",
       ["CumSum"]),
     S("cumsum_reverse", lambda: FeatureNet(Cumsum(True)), [FEAT], ["y"], leaky(GROWS, "y"),
-      "flip / cumsum / flip: a sum over the future (horizon T-1 at length T)", ["CumSum"]),
+      "flip / cumsum / flip: a sum over the future (horizon T-1 at length T)", ["CumSum"], leak_sites=["mixer"]),
     S("two_inputs", TwoInputs, [TOK, f"features=features:{CHANNELS}"], ["causal", "leaky"],
       {**causal("causal"), **leaky(2, "leaky")},
       "ids and float features in, a dict out: `causal` a running sum, `leaky` a Conv1d padded 2 on the right",
-      ["Gather", "CumSum", "Conv"]),
+      ["Gather", "CumSum", "Conv"], leak_sites=[""]),
     S("if_branch", lambda: FeatureNet(IfBranch(False)), [FEAT], ["y"], causal("y"),
       "torch.jit.script function with a data-dependent if (always true): the branch taken is a running "
       "sum, the one not taken a sum over the future", ["If", "CumSum"]),
+    # leak_sites left out: planted in mixer; the audit names "" (the unscoped If_10)
     S("if_branch_leaky_taken", lambda: FeatureNet(IfBranch(True)), [FEAT], ["y"], leaky(GROWS, "y"),
       "the same with the branches swapped: the branch taken sums the future", ["If", "CumSum"]),
     S("wkv_loop", lambda: FeatureNet(WkvLoop(False)), [FEAT], ["y"], causal("y"),
       "RWKV's WKV recurrence in a scripted loop that appends to a list and stacks it",
       ["Loop", "SequenceEmpty", "SequenceInsert", "ConcatFromSequence"]),
+    # leak_sites left out: planted in mixer; the audit names "" (the unscoped ConcatFromSequence_54, Slice_59)
     S("wkv_loop_backward", lambda: FeatureNet(WkvLoop(True)), [FEAT], ["y"], leaky(GROWS, "y"),
       "the same loop run from the last position back: each output sums the future",
       ["Loop", "SequenceEmpty", "SequenceInsert", "ConcatFromSequence"]),
@@ -713,6 +718,7 @@ def write_suite(entries) -> None:
     audit perturbs one kind of input per model, so a model taking ids and features is audited with
     its ids held at ones and its features perturbed (both reach every output the same way)."""
     cases = []
+    sites = {c["name"] + ".onnx": c.get("leak_sites") for c in CASES + STREAM_CASES}
     for e in entries:
         cli = e["cli"]
         inputs = [cli[k + 1] for k in range(0, len(cli), 2) if cli[k] == "--input"]
@@ -727,6 +733,8 @@ def write_suite(entries) -> None:
                 "seq_len": SUITE_LEN, "mode": "both",
                 "expect": {"verdict": e["expect"]["verdict"], "leak_horizon": SUITE_LEN - 1 if h == GROWS else h},
                 "why": why}
+        if sites[e["file"]] is not None:
+            case["expect"]["leak_sites"] = sites[e["file"]]
         if len(inputs) == 1:
             case["input"] = inputs[0]
         else:
