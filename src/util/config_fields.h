@@ -69,11 +69,12 @@ struct Field : FieldInfo {
                               std::vector<int64_t> Config::*, bool Config::*, std::optional<int64_t> Config::*>;
   Member member;
 
-  template <class T>
-  Field(std::string key, T Config::*m, FieldCheck check, std::string flag = "", std::string help = "",
+  // `Owner` is Config or a base of it: fields that several configs share (AdamW's terms).
+  template <class T, class Owner>
+  Field(std::string key, T Owner::*m, FieldCheck check, std::string flag = "", std::string help = "",
         bool switch_sets = true)
       : FieldInfo{std::move(key), std::move(flag), std::move(help), std::move(check), FieldKind::kInt, switch_sets},
-        member(m) {
+        member(static_cast<T Config::*>(m)) {
     kind = static_cast<FieldKind>(member.index());
   }
 
