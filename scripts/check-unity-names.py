@@ -6,7 +6,8 @@ namespace, or `static` at namespace scope) would then see each other's: the same
 compile error, but another signature is a silent overload that a call may pick. A macro or a
 `using namespace` in one file reaches every file after it. This check reads the sources of each
 batch (the unity_*.cxx files CMake writes) and fails, naming the files and the name, when
-  - a name with internal linkage is declared in two files of one batch;
+  - a name with internal linkage is declared in two files of one batch, or is in one file internal
+    and in another a function with external linkage (a call both fit is ambiguous);
   - a file #defines a macro without #undef-ing it, and another file of the batch uses that word;
   - a file has `using namespace` at namespace scope (not in a function), ahead of another file of
     the batch without the same directive (the next file reopens the namespace, and the directive
@@ -14,6 +15,7 @@ batch (the unity_*.cxx files CMake writes) and fails, naming the files and the n
     names are found first anyway.
     python3 scripts/check-unity-names.py BUILD_DIR
 Exit 0: every batch is safe; 1: a clash (one line each); 2: usage."""
+import collections
 import glob
 import os
 import re
@@ -87,6 +89,18 @@ def macro_declared(statement):
     return tests | set(re.findall(r"\b[A-Z][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)", rest))
 
 
+def external_declared(statement, scope):
+    """The name a statement in a named namespace declares with external linkage (a function or
+    object that is not `static`): an internal one of the same name in another file of the batch
+    makes the calls that both fit ambiguous."""
+    if scope != "ns" or re.match(r"(?:inline )?static ", statement) or re.match(r"(?:using|typedef|namespace|template\s*<|class|struct|enum|union|friend|extern\s+template)\b", statement):
+        return set()
+    if "(" not in statement:
+        return set()
+    name = declared_name(statement)
+    return {name} if name else set()
+
+
 def internal_declared(statement, scope):
     """The internal-linkage names one statement at namespace scope declares: in an anonymous
     namespace every name (macro calls' too), in a named one only a `static` declaration's."""
@@ -97,6 +111,12 @@ def internal_declared(statement, scope):
         name = declared_name(statement)
         return {name} if name else set()
     return set()
+
+
+# What one file of a batch declares and uses: internal names, external functions, macros left
+# defined, `using namespace` directives at namespace scope, the one namespace all of its code
+# stands in, every word.
+Facts = collections.namedtuple("Facts", "internal external macros usings inside words")
 
 
 def internal_names(path):
@@ -114,7 +134,7 @@ def internal_names(path):
         if m:
             macros.discard(m.group(1))
     text = "\n".join(l for l in strip(raw).splitlines() if not l.lstrip().startswith("#"))
-    names, stack, stmt, global_using = set(), [], [], set()
+    names, external, stack, stmt, global_using = set(), set(), [], [], set()
     top_ns, top_other = set(), False  # the namespaces opened at file scope; anything else there
     i, n = 0, len(text)
     while i < n:
@@ -128,6 +148,7 @@ def internal_names(path):
                 kind = "ns"
             elif stack and stack[-1] in ("anon", "ns"):
                 names |= internal_declared(s, stack[-1])
+                external |= external_declared(s, stack[-1])
             if not stack:
                 if kind == "ns":
                     top_ns.add(s.split()[-1].split("::")[0])
@@ -147,6 +168,7 @@ def internal_names(path):
                 global_using.add(re.sub(r"\s+", "", s[len("using namespace"):]))  # reaches the next file
             if stack and stack[-1] in ("anon", "ns"):
                 names |= internal_declared(s, stack[-1])
+                external |= external_declared(s, stack[-1])
             elif not stack and s:
                 top_other = True
             stmt = []
@@ -154,10 +176,11 @@ def internal_names(path):
             stmt.append(c)
         i += 1
     inside = top_ns if len(top_ns) == 1 and not top_other else set()
-    return names, macros, global_using, inside, set(re.findall(r"[A-Za-z_]\w*", text))
+    return Facts(names, external, macros, global_using, inside, set(re.findall(r"[A-Za-z_]\w*", text)))
 
 
 def batches(build_dir):
+    build_dir = os.path.abspath(build_dir)  # build.ninja names paths both ways; compare absolute ones
     # The batches the build compiles: a Unity folder may still hold files of an earlier
     # configuration, which build.ninja no longer names.
     ninja = os.path.join(build_dir, "build.ninja")
@@ -181,16 +204,20 @@ def main():
         seen = {}
         facts = {f: internal_names(f) for f in files}
         for k, f in enumerate(files):
-            names, macros, global_using, _, _ = facts[f]
-            for name in names:
+            ff = facts[f]
+            for name in ff.internal:
                 if name in seen:
                     clashes.append(f"{name}: internal to both {seen[name]} and {f}")
                 seen.setdefault(name, f)
+            for g in files:
+                if g != f:
+                    for name in sorted(ff.internal & facts[g].external):
+                        clashes.append(f"{name}: internal to {f}, a function of {g} too")
             for g in files[k + 1:]:
-                _, _, g_using, g_inside, used = facts[g]
-                for m in sorted(macros & used):
+                fg = facts[g]
+                for m in sorted(ff.macros & fg.words):
                     clashes.append(f"{m}: a macro of {f}, used in {g} after it")
-                for ns in sorted(global_using - g_using - g_inside):  # harmless where g has it, or lives in ns
+                for ns in sorted(ff.usings - fg.usings - fg.inside):  # harmless where g has it, or lives in ns
                     clashes.append(f"`using namespace {ns}` at namespace scope in {f}, ahead of {g}")
     for c in clashes:
         print(f"unity build: {c} (mark the source SKIP_UNITY_BUILD_INCLUSION or rename)", file=sys.stderr)

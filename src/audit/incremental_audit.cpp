@@ -63,8 +63,6 @@ std::vector<Partition> incremental_partitions(int64_t L, uint64_t seed, int64_t 
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // What one precision pass measured.
 struct Measured {
   std::vector<std::vector<double>> by_position;  // [partition][t]: relative difference at t
@@ -150,7 +148,7 @@ class Checker {
 }  // namespace
 
 IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOptions& opt) {
-  const auto t0 = Clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   if (opt.seq_len < 1) throw InputError(fmt::format("--seq-len must be >= 1, got {}", opt.seq_len));
   require_incremental(target);
   const at::ScalarType own = target.dtype();
@@ -234,7 +232,7 @@ IncrementalResult run_incremental_audit(AuditTarget& target, const IncrementalOp
                                   "step changes what forward computes",
                                   ev.effect, res.precision);
   }
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
 

@@ -41,6 +41,8 @@ FieldCheck half_open(double lo, double hi);                    // in [lo, hi)
 FieldCheck closed_range(double lo, double hi);                 // in [lo, hi]
 FieldCheck open_range(double lo, double hi);                   // in (lo, hi)
 FieldCheck one_of(std::vector<std::string> choices);
+// How allowed values read in a message: "a or b", "a, b or c".
+std::string choices_text(const std::vector<std::string>& choices);
 FieldCheck non_empty_at_least(double lo);                      // lists: non-empty, each >= lo
 
 // The value types a config field may have, as pointers into one config object: a switch is a

@@ -2,16 +2,14 @@
 
 #include <regex>
 
+#include "util/string_affix.h"
+
 namespace grassaudit {
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t\r\n") + 1 - b);
 }
-
-namespace {
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-}  // namespace
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "formats/export/export_graph.h"  // namespace exported, which the folder's files use
+
 #include "util/error.h"
 #include "util/error_text.h"
 
 namespace grassaudit {
+using namespace exported;  // as the folder's other files, which a unity batch joins to this one
 
 std::unique_ptr<GraphProgram> load_export_archive(const std::string& path) {
   try {
