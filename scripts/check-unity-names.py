@@ -15,6 +15,7 @@ batch (the unity_*.cxx files CMake writes) and fails, naming the files and the n
     names are found first anyway.
     python3 scripts/check-unity-names.py BUILD_DIR
 Exit 0: every batch is safe; 1: a clash (one line each); 2: usage."""
+import collections
 import glob
 import os
 import re
@@ -112,6 +113,12 @@ def internal_declared(statement, scope):
     return set()
 
 
+# What one file of a batch declares and uses: internal names, external functions, macros left
+# defined, `using namespace` directives at namespace scope, the one namespace all of its code
+# stands in, every word.
+Facts = collections.namedtuple("Facts", "internal external macros usings inside words")
+
+
 def internal_names(path):
     """Names with internal linkage (anonymous namespaces, namespace-scope `static`), macros left
     defined, the namespaces a `using namespace` at namespace scope names, the one namespace all of
@@ -169,10 +176,11 @@ def internal_names(path):
             stmt.append(c)
         i += 1
     inside = top_ns if len(top_ns) == 1 and not top_other else set()
-    return names, macros, global_using, inside, set(re.findall(r"[A-Za-z_]\w*", text)), external
+    return Facts(names, external, macros, global_using, inside, set(re.findall(r"[A-Za-z_]\w*", text)))
 
 
 def batches(build_dir):
+    build_dir = os.path.abspath(build_dir)  # build.ninja names paths both ways; compare absolute ones
     # The batches the build compiles: a Unity folder may still hold files of an earlier
     # configuration, which build.ninja no longer names.
     ninja = os.path.join(build_dir, "build.ninja")
@@ -196,20 +204,20 @@ def main():
         seen = {}
         facts = {f: internal_names(f) for f in files}
         for k, f in enumerate(files):
-            names, macros, global_using, _, _, _ = facts[f]
-            for name in names:
+            ff = facts[f]
+            for name in ff.internal:
                 if name in seen:
                     clashes.append(f"{name}: internal to both {seen[name]} and {f}")
                 seen.setdefault(name, f)
             for g in files:
                 if g != f:
-                    for name in sorted(names & facts[g][5]):
+                    for name in sorted(ff.internal & facts[g].external):
                         clashes.append(f"{name}: internal to {f}, a function of {g} too")
             for g in files[k + 1:]:
-                _, _, g_using, g_inside, used, _ = facts[g]
-                for m in sorted(macros & used):
+                fg = facts[g]
+                for m in sorted(ff.macros & fg.words):
                     clashes.append(f"{m}: a macro of {f}, used in {g} after it")
-                for ns in sorted(global_using - g_using - g_inside):  # harmless where g has it, or lives in ns
+                for ns in sorted(ff.usings - fg.usings - fg.inside):  # harmless where g has it, or lives in ns
                     clashes.append(f"`using namespace {ns}` at namespace scope in {f}, ahead of {g}")
     for c in clashes:
         print(f"unity build: {c} (mark the source SKIP_UNITY_BUILD_INCLUSION or rename)", file=sys.stderr)

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 struct ForwardCount {
@@ -74,24 +76,20 @@ class CostMeter {
 
 // Installs `meter` as this thread's audit meter for its lifetime (the previous one comes back
 // after it: a nested audit, the structural pass's, has its own).
-class CostScope {
+class CostScope : NonCopyable {
  public:
   explicit CostScope(CostMeter& meter);
   ~CostScope();
-  CostScope(const CostScope&) = delete;
-  CostScope& operator=(const CostScope&) = delete;
 
  private:
   CostMeter* previous_;
 };
 
 // Charges the time and forwards inside it to `name` in the current meter (nothing without one).
-class CostSection {
+class CostSection : NonCopyable {
  public:
   explicit CostSection(const std::string& name);
   ~CostSection();
-  CostSection(const CostSection&) = delete;
-  CostSection& operator=(const CostSection&) = delete;
 
  private:
   CostMeter* meter_;

@@ -16,6 +16,7 @@
 #include "audit/precision_switch.h"
 #include "util/error.h"
 #include "util/error_text.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
@@ -691,7 +692,7 @@ namespace {
 // The target's state held for one forward and its backward, put back when both are done (also
 // when either throws): BatchNorm saves its running statistics for the backward, so putting
 // them back in place between the two voids the backward ("modified by an inplace operation").
-class StateHold {
+class StateHold : NonCopyable {
  public:
   explicit StateHold(AuditTarget& t) : t_(t) { t_.hold_state(true); }
   ~StateHold() {
@@ -700,8 +701,6 @@ class StateHold {
     } catch (...) {
     }
   }
-  StateHold(const StateHold&) = delete;
-  StateHold& operator=(const StateHold&) = delete;
 
  private:
   AuditTarget& t_;

@@ -20,6 +20,7 @@
 #include "audit/effect_table.h"
 #include "audit/op_watch.h"
 #include "util/error.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
@@ -148,14 +149,12 @@ class Prober {
   // pass, so that what one row's inputs do to another cannot read as a time dependence. Each
   // check that probes rows of a pass holds one over its own probes (the modes are the batch
   // check's declared output); the prober keeps no isolation of its own after it.
-  class IsolatedRows {
+  class IsolatedRows : NonCopyable {
    public:
     IsolatedRows(Prober& prober, std::vector<AuditMode> modes) : prober_(prober), before_(prober.isolated_) {
       prober_.isolated_ = std::move(modes);
     }
     ~IsolatedRows() { prober_.isolated_ = before_; }
-    IsolatedRows(const IsolatedRows&) = delete;
-    IsolatedRows& operator=(const IsolatedRows&) = delete;
 
    private:
     Prober& prober_;

@@ -13,6 +13,7 @@
 #include "audit/audit_cost.h"
 #include "audit/unit_probe.h"
 #include "audit/train_mode_proof.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
@@ -144,12 +145,10 @@ void place_on_device(AuditTarget& target, const std::string& name);
 // every probe and decision of an audit on CUDA must: TF32 rounds inputs to 10 mantissa bits,
 // which would read as effects. The settings before come back at the end. No effect on the CPU.
 // run_causality_audit and run_model_checks hold one for their whole run.
-class ExactCudaMath {
+class ExactCudaMath : NonCopyable {
  public:
   ExactCudaMath();
   ~ExactCudaMath();
-  ExactCudaMath(const ExactCudaMath&) = delete;
-  ExactCudaMath& operator=(const ExactCudaMath&) = delete;
 
  private:
   bool cublas_, cudnn_;

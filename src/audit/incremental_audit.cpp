@@ -63,7 +63,6 @@ std::vector<Partition> incremental_partitions(int64_t L, uint64_t seed, int64_t 
 
 namespace {
 
-
 // What one precision pass measured.
 struct Measured {
   std::vector<std::vector<double>> by_position;  // [partition][t]: relative difference at t

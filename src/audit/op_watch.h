@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 struct DiscreteOp {
@@ -26,12 +28,10 @@ struct DiscreteOp {
 
 // Records, while it lives, the selections over time of the forwards run on this thread at
 // length L. One at a time per thread.
-class OpWatch {
+class OpWatch : NonCopyable {
  public:
   explicit OpWatch(int64_t L);
   ~OpWatch();
-  OpWatch(const OpWatch&) = delete;
-  OpWatch& operator=(const OpWatch&) = delete;
 
   // Distinct (op, dim, shape) in the order first seen.
   const std::vector<DiscreteOp>& ops() const { return ops_; }

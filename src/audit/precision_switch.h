@@ -28,6 +28,7 @@
 
 #include "audit/audit_cost.h"  // dtype_name
 #include "audit/audit_result.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
@@ -63,13 +64,11 @@ class PrecisionSwitch;
 // to the precision of the scope around it; with none around it, the target stays where it is
 // until the next scope asks (a conversion is a pass over all of the model's memory, so two
 // scopes in a row in float64 convert once, and the driver puts the model back at the end).
-class InPrecision {
+class InPrecision : NonCopyable {
  public:
   at::ScalarType dtype() const { return dtype_; }
   bool float64() const { return dtype_ == at::kDouble; }
   ~InPrecision();
-  InPrecision(const InPrecision&) = delete;
-  InPrecision& operator=(const InPrecision&) = delete;
 
  private:
   friend class PrecisionSwitch;
@@ -81,14 +80,12 @@ class InPrecision {
 
 // The one place that changes the target's dtype during an audit, and the step that settles which
 // precision decides (establish: whether float64 runs, and the model's rounding floor there).
-class PrecisionSwitch {
+class PrecisionSwitch : NonCopyable {
  public:
   // L: the length the float64 forward test and the floor measurement run at (the audit's main length).
   PrecisionSwitch(AuditTarget& target, Prober& prober, int64_t L);
   // Puts the target back in its own dtype however the audit ends.
   ~PrecisionSwitch();
-  PrecisionSwitch(const PrecisionSwitch&) = delete;
-  PrecisionSwitch& operator=(const PrecisionSwitch&) = delete;
 
   at::ScalarType own_dtype() const { return own_; }
 

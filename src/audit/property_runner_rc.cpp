@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "audit/property_runner.h"
+#include "util/non_copyable.h"
 
 namespace {
 
@@ -23,15 +24,13 @@ class QuietListener : public rc::detail::TestListener {
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 };
 
-class StderrSilenced {
+class StderrSilenced : grassaudit::NonCopyable {
  public:
   StderrSilenced() : old_(std::cerr.rdbuf(nullptr)) {}
   ~StderrSilenced() {
     std::cerr.rdbuf(old_);
     std::cerr.clear();
   }
-  StderrSilenced(const StderrSilenced&) = delete;
-  StderrSilenced& operator=(const StderrSilenced&) = delete;
 
  private:
   std::streambuf* old_;

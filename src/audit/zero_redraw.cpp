@@ -6,14 +6,13 @@
 
 #include <cmath>
 
+#include "util/string_affix.h"
+
 namespace grassaudit {
 
 namespace {
 bool exactly_zero(const at::Tensor& t) {
   return at::isFloatingType(t.scalar_type()) && t.numel() > 0 && !t.ne(0).any().item<bool>();
-}
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 }  // namespace
 

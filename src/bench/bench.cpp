@@ -93,16 +93,8 @@ struct Stats {
 };
 
 void fill_timing(BenchTiming& t, Stats& s, int64_t tokens) {
-  std::sort(s.ms.begin(), s.ms.end());
-  const size_t n = s.ms.size();
-  t.ms_median = n % 2 ? s.ms[n / 2] : 0.5 * (s.ms[n / 2 - 1] + s.ms[n / 2]);
-  t.ms_min = s.ms.front();
-  t.ms_max = s.ms.back();
-  t.tokens_per_second = static_cast<double>(tokens) / (t.ms_median / 1e3);
+  set_throughput(t, s.ms, static_cast<double>(tokens));
   t.peak_rss_mb = s.peak;
-  t.threads = at::get_num_threads();
-  t.blas = blas_in_use();
-  t.machine = machine_description();
 }
 
 // Times `step` once, with the peak RSS of that call (reset before it where the kernel allows).
@@ -345,27 +337,19 @@ std::vector<BenchTiming> bench_models(const ModelBenchOptions& o) {
 }
 
 nlohmann::json to_json(const BenchTiming& t) {
-  nlohmann::json j{{"mixer", t.mixer},
-                   {"batch", t.batch},
-                   {"seq_len", t.seq_len},
-                   {"tokens_per_second", t.tokens_per_second},
-                   {"ms_per_step", {{"median", t.ms_median}, {"min", t.ms_min}, {"max", t.ms_max}}},
-                   {"threads", t.threads},
-                   {"blas", t.blas},
-                   {"blas_core", blas_core()},
-                   {"blas_core_source", blas_core_source()},
-                   {"peak_rss_mb", t.peak_rss_mb},
-                   {"machine", t.machine},
-                   {"cpu_units", cpu_matrix_units(detect_cpu_features())},
-                   {"reps", t.reps},
-                   {"warmup", t.warmup}};
+  nlohmann::json j = throughput_json(t, "ms_per_step");
+  j["mixer"] = t.mixer;
+  j["seq_len"] = t.seq_len;
+  j["peak_rss_mb"] = t.peak_rss_mb;
+  j["reps"] = t.reps;
+  j["warmup"] = t.warmup;
   if (!t.loss_impl.empty()) j["loss_impl"] = t.loss_impl;
   if (!t.precision.empty()) j["precision"] = t.precision;
   if (t.loss_chunk > 0) j["loss_chunk"] = t.loss_chunk;
   if (t.has_profile) j["op_profile"] = to_json(t.profile);
   if (t.flops_per_step > 0) {
     j["flops_per_step"] = t.flops_per_step;
-    j["achieved_gflops"] = t.flops_per_step / (t.ms_median / 1e3) / 1e9;
+    j["achieved_gflops"] = t.flops_per_step / (t.ms.median / 1e3) / 1e9;
   }
   if (!t.unit_gflops_beside.empty()) {
     j["gemm_gflops_beside_steps"] = t.unit_gflops_beside;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "bench/bench_record.h"
 #include "bench/op_profile.h"
 #include "core/language_model.h"
 #include "core/lm_loss.h"
@@ -23,13 +24,10 @@
 
 namespace grassaudit {
 
-struct BenchTiming {
+// Throughput per training step: batch * seq_len tokens.
+struct BenchTiming : Throughput {
   std::string mixer;           // registry name (layer) or "PRESET:mixer" (model)
-  int64_t batch = 0, seq_len = 0;
-  double tokens_per_second = 0;  // batch * seq_len / median step time
-  double ms_median = 0, ms_min = 0, ms_max = 0;
-  int threads = 0;
-  std::string blas, machine;
+  int64_t seq_len = 0;
   double peak_rss_mb = 0;      // VmHWM over this mixer's timed reps (see peak_rss_mb())
   double flops_per_step = 0;   // model benchmark: analytic training-step FLOPs (0 = not counted)
   int reps = 0, warmup = 0;

@@ -76,39 +76,25 @@ std::vector<DecodeTiming> bench_decode(const DecodeBenchOptions& o) {
   std::vector<DecodeTiming> out;
   for (size_t i = 0; i < models.size(); ++i)
     for (int64_t ctx : o.contexts) {
-      auto v = samples[{i, ctx}];
-      std::sort(v.begin(), v.end());
       DecodeTiming t;
       t.mixer = o.mixers[i];
       t.context = ctx;
       t.steps = o.steps;
       t.batch = o.batch;
-      t.ms_per_token_median = v[v.size() / 2];
-      t.ms_per_token_min = v.front();
-      t.ms_per_token_max = v.back();
-      t.tokens_per_second = static_cast<double>(o.batch) * 1000.0 / t.ms_per_token_median;
+      set_throughput(t, samples[{i, ctx}], static_cast<double>(o.batch));
       t.state_bytes = bytes[{i, ctx}];
-      t.threads = at::get_num_threads();
-      t.blas = blas_in_use();
-      t.machine = machine_description();
       out.push_back(t);
     }
   return out;
 }
 
 nlohmann::json to_json(const DecodeTiming& t) {
-  return {{"mixer", t.mixer},
-          {"context", t.context},
-          {"steps", t.steps},
-          {"batch", t.batch},
-          {"tokens_per_second", t.tokens_per_second},
-          {"ms_per_token", {{"median", t.ms_per_token_median}, {"min", t.ms_per_token_min}, {"max", t.ms_per_token_max}}},
-          {"state_bytes", t.state_bytes},
-          {"threads", t.threads},
-          {"blas", t.blas},
-          {"blas_core", blas_core()},
-          {"blas_core_source", blas_core_source()},
-          {"machine", t.machine}};
+  nlohmann::json j = throughput_json(t, "ms_per_token");
+  j["mixer"] = t.mixer;
+  j["context"] = t.context;
+  j["steps"] = t.steps;
+  j["state_bytes"] = t.state_bytes;
+  return j;
 }
 
 }  // namespace grassaudit

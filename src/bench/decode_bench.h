@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "bench/bench_record.h"
 #include "core/model_config.h"
 
 namespace grassaudit {
@@ -23,14 +24,11 @@ struct DecodeBenchOptions {
   int reps = 3, warmup = 1;
 };
 
-struct DecodeTiming {
+// Throughput per decoded token: batch tokens.
+struct DecodeTiming : Throughput {
   std::string mixer;
-  int64_t context = 0, steps = 0, batch = 0;
-  double tokens_per_second = 0;   // batch * steps / median time of the steps
-  double ms_per_token_median = 0, ms_per_token_min = 0, ms_per_token_max = 0;
+  int64_t context = 0, steps = 0;
   int64_t state_bytes = 0;        // the incremental state after the timed steps
-  int threads = 0;
-  std::string blas, machine;
 };
 
 // InputError on the first bad value (no mixers, a mixer without an incremental path, contexts < 1).

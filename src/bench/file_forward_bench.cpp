@@ -56,19 +56,12 @@ std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
   }
   std::vector<FileForwardTiming> out;
   for (size_t i = 0; i < targets.size(); ++i) {
-    auto v = ms[i];
-    std::sort(v.begin(), v.end());
     FileForwardTiming t;
     t.file = o.files[i];
     t.format = targets[i]->format();
     t.batch = o.batch;
     t.seq_len = o.seq_len;
-    t.ms_median = v[v.size() / 2];
-    t.ms_min = v.front();
-    t.ms_max = v.back();
-    t.tokens_per_second = static_cast<double>(o.batch * o.seq_len) / (t.ms_median / 1000.0);
-    t.threads = at::get_num_threads();
-    t.machine = machine_description();
+    set_throughput(t, ms[i], static_cast<double>(o.batch * o.seq_len));
     t.max_abs_diff = abs_diff[i];
     t.max_rel_diff = rel_diff[i];
     out.push_back(t);
@@ -77,16 +70,13 @@ std::vector<FileForwardTiming> bench_file_forward(const FileForwardOptions& o) {
 }
 
 nlohmann::json to_json(const FileForwardTiming& t) {
-  return nlohmann::json{{"file", t.file},
-                        {"format", t.format},
-                        {"batch", t.batch},
-                        {"seq_len", t.seq_len},
-                        {"ms_per_forward", {{"median", t.ms_median}, {"min", t.ms_min}, {"max", t.ms_max}}},
-                        {"tokens_per_second", t.tokens_per_second},
-                        {"threads", t.threads},
-                        {"machine", t.machine},
-                        {"max_abs_diff_vs_first", t.max_abs_diff ? nlohmann::json(*t.max_abs_diff) : nlohmann::json()},
-                        {"max_rel_diff_vs_first", t.max_rel_diff ? nlohmann::json(*t.max_rel_diff) : nlohmann::json()}};
+  nlohmann::json j = throughput_json(t, "ms_per_forward");
+  j["file"] = t.file;
+  j["format"] = t.format;
+  j["seq_len"] = t.seq_len;
+  j["max_abs_diff_vs_first"] = t.max_abs_diff ? nlohmann::json(*t.max_abs_diff) : nlohmann::json();
+  j["max_rel_diff_vs_first"] = t.max_rel_diff ? nlohmann::json(*t.max_rel_diff) : nlohmann::json();
+  return j;
 }
 
 }  // namespace grassaudit

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "audit/model_signature.h"
+#include "bench/bench_record.h"
 
 namespace grassaudit {
 
@@ -22,12 +23,10 @@ struct FileForwardOptions {
   int reps = 5, warmup = 1;
 };
 
-struct FileForwardTiming {
+// Throughput per forward: batch * seq_len tokens.
+struct FileForwardTiming : Throughput {
   std::string file, format;
-  int64_t batch = 0, seq_len = 0;
-  double ms_median = 0, ms_min = 0, ms_max = 0, tokens_per_second = 0;
-  int threads = 0;
-  std::string machine;
+  int64_t seq_len = 0;
   // The first rep's output against the first file's on the same input: max |y - y0| and that over
   // max |y0| (the first file's own: 0); nullopt when the outputs' shapes differ (or y0 is all zeros).
   std::optional<double> max_abs_diff, max_rel_diff;

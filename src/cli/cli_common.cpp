@@ -85,6 +85,11 @@ void add_dist_timeout_option(po::options_description& desc, double* seconds) {
       "the lost rank; the store connection at start-up waits as long");
 }
 
+std::string data_parallel_usage(const std::string& command, const std::string& after) {
+  return "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
+         "  grassaudit " + command + " ..." + after;
+}
+
 void add_config_flag(po::options_description& desc, const FieldInfo& field) {
   const char* name = field.flag.c_str();
   const char* help = field.help.c_str();

@@ -36,6 +36,9 @@ void validate(boost::any& v, const std::vector<std::string>& values, Unsigned64*
 void add_threads_option(po::options_description& desc, int* threads);
 // --dist-timeout SECONDS: data-parallel runs (torchrun) only; the c10d timeout of every collective.
 void add_dist_timeout_option(po::options_description& desc, double* seconds);
+// The usage lines on starting `command` data-parallel: torchrun's command line (one launcher
+// for every command), then `after` (what the command adds about its ranks).
+std::string data_parallel_usage(const std::string& command, const std::string& after);
 
 // Config flags from a field table: one --flag per field that names one, typed by the field
 // (integers and reals as boost reads them, so "256.5" for an integer flag is an error; seeds

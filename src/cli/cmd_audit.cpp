@@ -56,7 +56,7 @@ void require_gnuplot(const std::string& what) {
   if (!find_program("gnuplot"))
     throw InputError(what + ": gnuplot was not found (install gnuplot; --leak-map FILE.csv needs none)");
 }
-const char* kAuditUsage =
+const std::string kAuditUsage =
     "usage: grassaudit audit --model FILE [--input [NAME=]KIND ...] --seq-len L [options]\n"
     "       FILE: TorchScript, torch.export (.pt2) or ONNX, read by content\n"
     "       KIND: tokens:V | features:C (perturbed) | ones | zeros (held fixed, int64 [B, L]) | const:VALUE (a\n"
@@ -71,10 +71,8 @@ const char* kAuditUsage =
     "Contract: y_t may read x_{t-W+1} .. x_{t+K} (--window W, --allow-lookahead K; default: x_0 .. x_t),\n"
     "its outputs may not depend on the sequence length or on other rows of the batch.\n"
     "Exit status: 0 every property holds within the contract, 1 a violation (future, length, batch, window, structural, incremental),\n"
-    "2 usage or input error.\n"
-    "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
-    "  grassaudit audit ...\n"
-    "  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).";
+    "2 usage or input error.\n" +
+    data_parallel_usage("audit", "\n  divides the probe rows over the ranks (same verdict and horizon; rank 0 prints and writes).");
 
 int run_suite(const std::string& path, const AuditOptions& opt, const std::string& json_path) {
   auto results = run_audit_suite(path, opt, open_model_file);

@@ -100,7 +100,7 @@ nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* 
     j["epoch_seconds_estimate"] = ac->epoch_seconds;
     j["audit_fraction_of_epoch"] = ac->audit_seconds / ac->epoch_seconds;
     // The gate in training steps of the same model, timed in the same process.
-    const double steps = ac->audit_seconds / (t.ms_median / 1000);
+    const double steps = ac->audit_seconds / (t.ms.median / 1000);
     j["audit_training_steps"] = steps;
     j["audit_forward_equivalents"] = ac->forward_equivalents;
     std::cerr << fmt::format("{:>26s}  gate audit {:.1f} s ({}) = {:.1f} training steps = {:.2f}% of a {:.0f} s "
@@ -113,7 +113,7 @@ nlohmann::json result_entry(const BenchTiming& t, double gemm, const AuditCost* 
   if (!t.precision.empty() && t.precision != "fp32") label += " " + t.precision;
   std::cerr << fmt::format("{:>26s}  B={:<4d} L={:<5d} {:>10.0f} tokens/s  {:8.2f} ms/step (min {:.2f}, max {:.2f})  "
                            "peak RSS {:.0f} MB{}\n",
-                           label, t.batch, t.seq_len, t.tokens_per_second, t.ms_median, t.ms_min, t.ms_max,
+                           label, t.batch, t.seq_len, t.tokens_per_second, t.ms.median, t.ms.min, t.ms.max,
                            t.peak_rss_mb,
                            gemm > 0 ? fmt::format("  {:.2f} of {}{}", j["fraction_of_gemm"].get<double>(),
                                                   gemm_bf16 > gemm ? "the bf16 GEMM rate" : "sgemm",
@@ -202,7 +202,7 @@ int run_files(const po::variables_map& vm) {
   for (const auto& t : bench_file_forward(o)) {
     arr.push_back(to_json(t));
     std::cerr << fmt::format("{:>40s}  {:<12s} B={} L={}  {:8.1f} ms/forward (min {:.1f}, max {:.1f}), max rel diff {}\n",
-                             t.file, t.format, t.batch, t.seq_len, t.ms_median, t.ms_min, t.ms_max,
+                             t.file, t.format, t.batch, t.seq_len, t.ms.median, t.ms.min, t.ms.max,
                              t.max_rel_diff ? fmt::format("{:.2g}", *t.max_rel_diff) : "-");
   }
   emit(vm, nlohmann::json{{"files", arr}});

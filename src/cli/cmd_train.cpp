@@ -81,10 +81,9 @@ int train_main(int argc, char** argv) {
         "                        [--epochs E] [--max-tokens N] [--out DIR] [--resume CKPT] [--seed S] [--threads T]\n"
         "                        [--device cpu|cuda] [--precision fp32|tf32|bf16] [--loss-impl fused|materialized]\n"
         "                        [--time-budget SECONDS] [--dist-timeout SECONDS]\n"
-        "                        [model flags]\n"
-        "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
-        "  grassaudit train ... (--redirects 1 --tee 1: Debian's torch 1.13 launcher under Python 3.11)\n"
-        "  (--batch stays the global batch; rank 0 writes every file)";
+        "                        [model flags]\n" +
+        data_parallel_usage("train", " (--redirects 1 --tee 1: Debian's torch 1.13 launcher under Python 3.11)\n"
+                                     "  (--batch stays the global batch; rank 0 writes every file)");
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     TrainRequest req;

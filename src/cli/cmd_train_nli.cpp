@@ -62,9 +62,8 @@ int train_nli_main(int argc, char** argv) {
     const std::string usage =
         "usage: grassaudit train-nli --head grassmann|transformer [--data-dir DIR] [--train FILE] [--epochs E]\n"
         "                            [--seed S | --seeds 1,2,3] [--batch B] [--lr LR] [--out DIR] [--resume CKPT]\n"
-        "                            [--threads T] [--max-examples N] [--dist-timeout SECONDS]\n"
-        "Data-parallel: python3 -m torch.distributed.run --redirects 1 --tee 1 --no_python --nproc_per_node N \\\n"
-        "  grassaudit train-nli ... (--batch stays the global batch; rank 0 writes every file)";
+        "                            [--threads T] [--max-examples N] [--dist-timeout SECONDS]\n" +
+        data_parallel_usage("train-nli", " (--batch stays the global batch; rank 0 writes every file)");
     if (!parse(argc, argv, desc, vm, usage)) return kExitOk;
 
     NliTrainRequest req;

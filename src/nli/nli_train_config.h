@@ -7,18 +7,15 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "train/adamw_terms.h"
 #include "util/config_fields.h"
 
 namespace grassaudit {
 
-struct NliTrainConfig {
+struct NliTrainConfig : AdamWTerms {
   int64_t epochs = 2;    // the budget setting of reports/runs/snli-* (2 cores, 6 runs in ~25 min); the paper: 20
   int64_t batch = 32;
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.98;
-  double adam_eps = 1e-8;
-  double weight_decay = 0.01;
+  double lr = 1e-3;  // AdamW's peak learning rate
   double warmup_fraction = 0.1;  // of all steps, linear from 0
   double min_lr_ratio = 0.1;     // cosine floor
   double clip = 1.0;             // global gradient-norm clip; 0 = off

@@ -172,10 +172,8 @@ std::string nli_features_description(const NliConfig& c, bool offline) {
 namespace {
 
 // Configs, seeds and position: from the request, or from the checkpoint being resumed.
-struct NliRun {
-  bool resuming = false;
-  NliConfig model;
-  NliTrainConfig train;
+struct NliRun : RequestedConfigs<NliConfig, NliTrainConfig> {
+  using RequestedConfigs::RequestedConfigs;
   std::vector<uint64_t> seeds;
   std::string train_file;
   std::vector<SeedResult> completed;
@@ -191,10 +189,7 @@ struct NliRun {
 };
 
 NliRun resolve_nli_run(const NliTrainRequest& req) {
-  NliRun r;
-  r.resuming = !req.resume.empty();
-  r.model = req.model;
-  r.train = req.train;
+  NliRun r(req);
   r.seeds = req.seeds;
   r.train_file = req.train_file;
   if (r.resuming) {

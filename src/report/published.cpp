@@ -30,12 +30,6 @@ const json& req_array(const json& obj, const std::string& key, const std::string
   return v;
 }
 
-long long req_integer(const json& obj, const std::string& key, const std::string& where) {
-  auto v = opt_integer(obj, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
-}
-
 void read_paper(Published& pub, const std::string& path) {
   const json j = parse_json_file(path);
   require_object(j, path);
@@ -200,21 +194,12 @@ void read_reproductions(Published& pub, const std::string& path) {
     row.d_model = opt_integer(s, "d_model", where);
     row.heads = opt_integer(s, "heads", where);
     row.epochs = opt_number(s, "epochs", where);
-    row.epochs_basis = opt_string(s, "epochs_basis", where).value_or("");
-    if (!row.epochs_basis.empty() && row.epochs_basis != "default") {
-      throw InputError(where + ": 'epochs_basis' must be \"default\" or null");
-    }
+    row.epochs_basis = opt_choice(s, "epochs_basis", where, {"default"});
     row.best_epoch_transformer = opt_integer(s, "best_epoch_transformer", where);
     row.best_epoch_grassmann = opt_integer(s, "best_epoch_grassmann", where);
-    row.offset_mode = opt_string(s, "offset_mode", where).value_or("");
-    if (!row.offset_mode.empty() && row.offset_mode != "per-layer" && row.offset_mode != "all") {
-      throw InputError(where + ": 'offset_mode' must be \"per-layer\", \"all\" or null");
-    }
+    row.offset_mode = opt_choice(s, "offset_mode", where, {"per-layer", "all"});
     row.text = opt_string(s, "text", where).value_or("");
-    row.norm = opt_string(s, "norm", where).value_or("");
-    if (!row.norm.empty() && row.norm != "pre" && row.norm != "post") {
-      throw InputError(where + ": 'norm' must be \"pre\", \"post\" or null");
-    }
+    row.norm = opt_choice(s, "norm", where, {"pre", "post"});
     row.init = opt_string(s, "init", where).value_or("");
     row.seeds = opt_integer_array(s, "seeds", where);
     row.pairing = parse_pairing(req_string(r, "pairing", where), where);
@@ -222,10 +207,7 @@ void read_reproductions(Published& pub, const std::string& path) {
       throw InputError(where + ": 'pairing' is the Grassmann model's: future or past, got \"" +
                        pairing_name(row.pairing) + "\"");
     }
-    row.split = opt_string(r, "split", where).value_or("");
-    if (!row.split.empty() && row.split != "valid" && row.split != "test") {
-      throw InputError(where + ": 'split' must be \"valid\", \"test\" or null");
-    }
+    row.split = opt_choice(r, "split", where, {"valid", "test"});
     row.transformer_ppl = opt_number(r, "transformer_ppl", where);
     row.grassmann_ppl = opt_number(r, "grassmann_ppl", where);
     row.transformer_ppl_text = opt_string(r, "transformer_ppl_text", where)

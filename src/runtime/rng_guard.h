@@ -5,17 +5,17 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
-class CpuRngGuard {
+class CpuRngGuard : NonCopyable {
  public:
   CpuRngGuard() : state_(at::detail::getDefaultCPUGenerator().get_state()) {}
   ~CpuRngGuard() {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(state_);
   }
-  CpuRngGuard(const CpuRngGuard&) = delete;
-  CpuRngGuard& operator=(const CpuRngGuard&) = delete;
 
  private:
   at::Tensor state_;

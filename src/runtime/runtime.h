@@ -7,6 +7,8 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
+#include "util/non_copyable.h"
+
 namespace at {
 class Tensor;
 }
@@ -78,12 +80,10 @@ std::string cuda_math_description(CudaPrecision precision);
 // Within its scope, CUDA float32 GEMMs run in `precision`'s TF32 setting; at exit the setting of
 // configure_cuda_math comes back. A no-op when configure_cuda_math was never called (CPU runs).
 // Evaluation uses ScopedCudaMath(kFp32): every reported perplexity comes from IEEE float32 math.
-class ScopedCudaMath {
+class ScopedCudaMath : NonCopyable {
  public:
   explicit ScopedCudaMath(CudaPrecision precision);
   ~ScopedCudaMath();
-  ScopedCudaMath(const ScopedCudaMath&) = delete;
-  ScopedCudaMath& operator=(const ScopedCudaMath&) = delete;
 
  private:
   bool active_ = false;
@@ -99,12 +99,10 @@ class ScopedCudaMath {
 // fast path's own loops) read it to run their matrix products in bf16 and their loops in float32.
 bool cpu_bf16_autocast();
 
-class AutocastScope {
+class AutocastScope : NonCopyable {
  public:
   AutocastScope(c10::DeviceType device, at::ScalarType dtype);
   ~AutocastScope();
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
   c10::DeviceType device_;

@@ -30,13 +30,15 @@
 #include <c10/util/Logging.h>
 #endif
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 // LibTorch 2.x's TCPStore logs every failed connection attempt (with its backtrace) at ERROR
 // level on stderr before it throws; grassaudit reports the failure as its own one line. Where
 // c10 logs by itself (Debian 13's 2.6; not Debian 12's glog build, which logs none of this) its
 // level is raised to FATAL for the scope of this guard.
-class QuietC10Logs {
+class QuietC10Logs : NonCopyable {
  public:
 #if !defined(C10_USE_GLOG)
   QuietC10Logs() : old_(FLAGS_caffe2_log_level) { FLAGS_caffe2_log_level = 3; }
@@ -46,8 +48,6 @@ class QuietC10Logs {
 #else
   QuietC10Logs() {}
 #endif
-  QuietC10Logs(const QuietC10Logs&) = delete;
-  QuietC10Logs& operator=(const QuietC10Logs&) = delete;
 };
 
 // Optimizer::zero_grad: 1.13 zeroes every gradient in place (and takes no argument); 2.x's

@@ -5,15 +5,15 @@
 #include <memory>
 #include <string>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
-class LineReader {
+class LineReader : NonCopyable {
  public:
   // Throws InputError naming `path` if it is missing, a directory or unreadable.
   explicit LineReader(const std::string& path);
   ~LineReader();
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
 
   // Next line without its "\n" (or "\r\n"); false at the end. The last line needs no "\n".
   // Throws InputError "<path>: truncated gzip stream (...)" or "<path>: corrupt gzip ..."

@@ -4,15 +4,15 @@
 // (checkpoint writes are atomic, so nothing half-written is left behind).
 #include <string>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 // Installs the handlers for the lifetime of the guard; restores the previous ones after.
-class InterruptGuard {
+class InterruptGuard : NonCopyable {
  public:
   InterruptGuard();
   ~InterruptGuard();
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
 };
 
 bool interrupt_requested();

@@ -6,10 +6,11 @@
 #include <streambuf>
 
 #include "runtime/distributed.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
-class RankOutputGuard {
+class RankOutputGuard : NonCopyable {
  public:
   RankOutputGuard() {
     if (dist::is_main()) return;
@@ -20,8 +21,6 @@ class RankOutputGuard {
     if (out_) std::cout.rdbuf(out_);
     if (err_) std::cerr.rdbuf(err_);
   }
-  RankOutputGuard(const RankOutputGuard&) = delete;
-  RankOutputGuard& operator=(const RankOutputGuard&) = delete;
 
  private:
   struct NullBuffer : std::streambuf {

@@ -51,6 +51,19 @@ auto best_weights_from_rank0(const std::string& path, Load load, Build build) ->
   return best;
 }
 
+// The configs a run trains with: the request's, until resolving a resumed run replaces them with
+// its checkpoint's. Both trainers' resolved runs start from it (ResolvedRun, NliRun).
+template <class Model, class Train>
+struct RequestedConfigs {
+  template <class Request>
+  explicit RequestedConfigs(const Request& req)
+      : resuming(!req.resume.empty()), model(req.model), train(req.train) {}
+
+  bool resuming;
+  Model model;
+  Train train;
+};
+
 // The loop settings every task takes from its config (TrainConfig, NliTrainConfig): epochs, lr,
 // the cosine floor, the clip and the log interval; the warmup and the expected last step are the
 // task's to compute.

@@ -9,21 +9,18 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/model_config.h"
+#include "train/adamw_terms.h"
 
 namespace grassaudit {
 
-struct TrainConfig {
+// Optimizer: AdamW (the moment and decay terms are AdamWTerms'). Weight decay applies to matrices
+// and embeddings (dim >= 2), not to biases and LayerNorm gains (the usual GPT-2 / nanoGPT split).
+struct TrainConfig : AdamWTerms {
   std::string tokenizer = "wordpiece";  // word | wordpiece
   int64_t seq_len = 0;                  // L of the training blocks; 0 = the model's max_len
   int64_t batch = 32;
   int64_t epochs = 30;
-  // Optimizer: AdamW. Weight decay applies to matrices and embeddings (dim >= 2), not to biases
-  // and LayerNorm gains (the usual GPT-2 / nanoGPT split).
-  double lr = 3e-4;
-  double beta1 = 0.9;
-  double beta2 = 0.98;
-  double adam_eps = 1e-8;
-  double weight_decay = 0.01;
+  double lr = 3e-4;  // AdamW's peak learning rate
   // Schedule: linear warmup from 0 to lr over warmup_steps, then cosine decay to
   // lr * min_lr_ratio at the last step of `epochs` epochs. --max-tokens stops early but does not
   // rescale the schedule (so a stopped run resumes bit-exactly).

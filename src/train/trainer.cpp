@@ -105,10 +105,8 @@ struct LmRunState {
 };
 
 // Configs and position of the run: from the request, or from the checkpoint it resumes.
-struct ResolvedRun {
-  bool resuming = false;
-  ModelConfig model;
-  TrainConfig train;
+struct ResolvedRun : RequestedConfigs<ModelConfig, TrainConfig> {
+  using RequestedConfigs::RequestedConfigs;
   LmRunState state;
   std::string preset;
   LoadedCheckpoint checkpoint;
@@ -116,10 +114,7 @@ struct ResolvedRun {
 };
 
 ResolvedRun resolve_run(const TrainRequest& req) {
-  ResolvedRun r;
-  r.resuming = !req.resume.empty();
-  r.model = req.model;
-  r.train = req.train;
+  ResolvedRun r(req);
   r.preset = req.preset;
   if (!r.resuming) return r;
   r.checkpoint = load_checkpoint(req.resume);

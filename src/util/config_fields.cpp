@@ -11,6 +11,13 @@
 
 namespace grassaudit {
 
+std::string choices_text(const std::vector<std::string>& choices) {
+  std::string s;
+  for (size_t i = 0; i < choices.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return s;
+}
+
 FieldCheck any_value() { return {}; }
 
 FieldCheck at_least(double lo, std::string note) {
@@ -83,14 +90,6 @@ std::string bound_text(const FieldCheck& c) {
     s = "finite";
   }
   if (!c.note.empty()) s += " (" + c.note + ")";
-  return s;
-}
-
-// "a or b", "a, b or c"
-std::string choices_text(const std::vector<std::string>& choices) {
-  std::string s;
-  for (size_t i = 0; i < choices.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
   return s;
 }
 

@@ -41,6 +41,8 @@ FieldCheck half_open(double lo, double hi);                    // in [lo, hi)
 FieldCheck closed_range(double lo, double hi);                 // in [lo, hi]
 FieldCheck open_range(double lo, double hi);                   // in (lo, hi)
 FieldCheck one_of(std::vector<std::string> choices);
+// How allowed values read in a message: "a or b", "a, b or c".
+std::string choices_text(const std::vector<std::string>& choices);
 FieldCheck non_empty_at_least(double lo);                      // lists: non-empty, each >= lo
 
 // The value types a config field may have, as pointers into one config object: a switch is a
@@ -69,11 +71,12 @@ struct Field : FieldInfo {
                               std::vector<int64_t> Config::*, bool Config::*, std::optional<int64_t> Config::*>;
   Member member;
 
-  template <class T>
-  Field(std::string key, T Config::*m, FieldCheck check, std::string flag = "", std::string help = "",
+  // `Owner` is Config or a base of it: fields that several configs share (AdamW's terms).
+  template <class T, class Owner>
+  Field(std::string key, T Owner::*m, FieldCheck check, std::string flag = "", std::string help = "",
         bool switch_sets = true)
       : FieldInfo{std::move(key), std::move(flag), std::move(help), std::move(check), FieldKind::kInt, switch_sets},
-        member(m) {
+        member(static_cast<T Config::*>(m)) {
     kind = static_cast<FieldKind>(member.index());
   }
 

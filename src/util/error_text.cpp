@@ -2,16 +2,14 @@
 
 #include <regex>
 
+#include "util/string_affix.h"
+
 namespace grassaudit {
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t\r\n") + 1 - b);
 }
-
-namespace {
-bool line_starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-}  // namespace
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -22,7 +20,7 @@ std::string first_meaningful_line(const std::string& text) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = std::regex_replace(trim(text.substr(start, end - start)), enforce, "");
-    if (!line.empty() && !line_starts_with(line, "Exception raised from") && !line_starts_with(line, "frame #")) return line;
+    if (!line.empty() && !starts_with(line, "Exception raised from") && !starts_with(line, "frame #")) return line;
     start = end + 1;
   }
   return {};

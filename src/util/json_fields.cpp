@@ -1,6 +1,8 @@
 #include "util/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "util/error.h"
 
@@ -14,6 +16,13 @@ const json* member(const json& obj, const std::string& key) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return nullptr;
   return &*it;
+}
+
+// The value of a required key: InputError "<where>: missing '<key>'" when it is absent.
+template <class T>
+T required(std::optional<T> value, const std::string& key, const std::string& where) {
+  if (!value) throw InputError(where + ": missing '" + key + "'");
+  return std::move(*value);
 }
 
 [[noreturn]] void wrong_type(const std::string& where, const std::string& key,
@@ -88,16 +97,29 @@ std::vector<long long> opt_integer_array(const json& obj, const std::string& key
   return out;
 }
 
+std::string opt_choice(const json& obj, const std::string& key, const std::string& where,
+                       const std::vector<std::string>& choices) {
+  std::string v = opt_string(obj, key, where).value_or("");
+  if (v.empty() || std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  std::string allowed;
+  for (const auto& c : choices) allowed += (allowed.empty() ? "\"" : ", \"") + c + "\"";
+  throw InputError(where + ": '" + key + "' must be " + allowed + " or null");
+}
+
 double req_number(const json& obj, const std::string& key, const std::string& where) {
-  auto v = opt_number(obj, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
+  return required(opt_number(obj, key, where), key, where);
+}
+
+long long req_integer(const json& obj, const std::string& key, const std::string& where) {
+  return required(opt_integer(obj, key, where), key, where);
 }
 
 std::string req_string(const json& obj, const std::string& key, const std::string& where) {
-  auto v = opt_string(obj, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
+  return required(opt_string(obj, key, where), key, where);
+}
+
+bool req_bool(const json& obj, const std::string& key, const std::string& where) {
+  return required(opt_bool(obj, key, where), key, where);
 }
 
 void require_object(const json& value, const std::string& where) {

@@ -26,9 +26,16 @@ std::vector<double> opt_number_array(const nlohmann::json& obj, const std::strin
 std::vector<long long> opt_integer_array(const nlohmann::json& obj, const std::string& key,
                                          const std::string& where);
 
+// An optional string that must be one of `choices`; "" when missing or null. Any other string is
+// an InputError "<where>: '<key>' must be "a", "b" or null".
+std::string opt_choice(const nlohmann::json& obj, const std::string& key, const std::string& where,
+                       const std::vector<std::string>& choices);
+
 // Same, but a missing key is an InputError "<where>: missing '<key>'".
 double req_number(const nlohmann::json& obj, const std::string& key, const std::string& where);
+long long req_integer(const nlohmann::json& obj, const std::string& key, const std::string& where);
 std::string req_string(const nlohmann::json& obj, const std::string& key, const std::string& where);
+bool req_bool(const nlohmann::json& obj, const std::string& key, const std::string& where);
 
 // InputError "<where>: expected a JSON object" unless `value` is an object.
 void require_object(const nlohmann::json& value, const std::string& where);

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 // How much of a log a checkpoint saw: its complete records and their bytes.
@@ -16,14 +18,12 @@ struct LogExtent {
   int64_t bytes = 0;
 };
 
-class JsonlLog {
+class JsonlLog : NonCopyable {
  public:
   // Opens `path` for appending (created if missing), or emptied first when !append. InputError
   // if it cannot be opened.
   explicit JsonlLog(std::string path, bool append = true);
   ~JsonlLog();
-  JsonlLog(const JsonlLog&) = delete;
-  JsonlLog& operator=(const JsonlLog&) = delete;
 
   // Appends `line` (no newline inside) and a newline. InputError on failure.
   void write(const std::string& line);

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "util/config_fields.h"
 #include "util/error.h"
 
 namespace grassaudit {
@@ -10,14 +11,6 @@ namespace {
 [[noreturn]] void bad_value(const std::string& where, const std::string& key,
                             const std::string& allowed, const std::string& text) {
   throw InputError(where + ": '" + key + "' must be " + allowed + ", got \"" + text + "\"");
-}
-
-// "a, b or c"
-std::string listed_as_choices(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  return out;
 }
 
 }  // namespace
@@ -64,7 +57,7 @@ MixerKind parse_run_mixer(const std::string& text, const std::string& where) {
   if (const auto kind = find_public_mixer(text)) return *kind;
   std::vector<std::string> names;
   for (const auto& m : public_mixers()) names.push_back(m.name);
-  bad_value(where, "mixer", listed_as_choices(names), text);
+  bad_value(where, "mixer", choices_text(names), text);
 }
 
 MixerFamily parse_family(const std::string& text, const std::string& where, const char* key) {

@@ -1,16 +1,11 @@
 #include "util/quarantine.h"
 
 #include "util/error.h"
+#include "util/string_affix.h"
 
 namespace grassaudit {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
 bool is_ppl_key(const std::string& key) {
   return ends_with(key, "ppl") || key.find("perplexity") != std::string::npos;
 }

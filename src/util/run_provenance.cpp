@@ -16,30 +16,12 @@ bool all_hex(const std::string& s, size_t n) {
          });
 }
 
-std::string req(const json& p, const char* key, const std::string& where) {
-  auto v = opt_string(p, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
-}
-
-long long req_int(const json& p, const char* key, const std::string& where) {
-  auto v = opt_integer(p, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
-}
-
 std::string checked_commit(const json& p, const std::string& where) {
-  std::string c = req(p, "git_commit", where);
+  std::string c = req_string(p, "git_commit", where);
   if (c != "unknown" && !all_hex(c, 40)) {
     throw InputError(where + ": 'git_commit' must be 40 hex digits or \"unknown\", got \"" + c + "\"");
   }
   return c;
-}
-
-bool req_bool(const json& p, const char* key, const std::string& where) {
-  auto v = opt_bool(p, key, where);
-  if (!v) throw InputError(where + ": missing '" + key + "'");
-  return *v;
 }
 
 std::vector<TrainingSession> read_sessions(const json& p, const std::string& where) {
@@ -52,8 +34,8 @@ std::vector<TrainingSession> read_sessions(const json& p, const std::string& whe
     const json& e = (*it)[i];
     require_object(e, w);
     TrainingSession s;
-    s.first_step = req_int(e, "first_step", w);
-    s.last_step = req_int(e, "last_step", w);
+    s.first_step = req_integer(e, "first_step", w);
+    s.last_step = req_integer(e, "last_step", w);
     if (s.first_step < 0 || s.last_step < s.first_step) {
       throw InputError(w + ": steps must satisfy 0 <= first_step <= last_step");
     }
@@ -76,17 +58,17 @@ std::optional<RunProvenance> read_run_provenance(const json& p, const std::strin
   RunProvenance r;
   r.git_commit = checked_commit(p, where);
   r.git_dirty = req_bool(p, "git_dirty", where);
-  r.grassaudit_version = req(p, "grassaudit_version", where);
-  r.libtorch_version = req(p, "libtorch_version", where);
-  r.blas = req(p, "blas", where);
-  r.threads = req_int(p, "threads", where);
+  r.grassaudit_version = req_string(p, "grassaudit_version", where);
+  r.libtorch_version = req_string(p, "libtorch_version", where);
+  r.blas = req_string(p, "blas", where);
+  r.threads = req_integer(p, "threads", where);
   r.blas_threads = opt_integer(p, "blas_threads", where);
-  r.world_size = req_int(p, "world_size", where);
-  r.device = req(p, "device", where);
+  r.world_size = req_integer(p, "world_size", where);
+  r.device = req_string(p, "device", where);
   r.precision = opt_string(p, "precision", where).value_or("fp32");
   r.cpu = opt_string(p, "cpu", where).value_or("");
   r.gpu = opt_string(p, "gpu", where).value_or("");
-  r.command_line = req(p, "command_line", where);
+  r.command_line = req_string(p, "command_line", where);
   auto data = p.find("data_sha256");
   if (data == p.end() || !data->is_object()) {
     throw InputError(where + ": 'data_sha256' must be an object {path: sha256}");

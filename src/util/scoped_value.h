@@ -4,17 +4,17 @@
 // settings (ShardedAuditScope, DropoutRowsScope) hold one and are not copied, as it is not.
 #include <utility>
 
+#include "util/non_copyable.h"
+
 namespace grassaudit {
 
 template <class T>
-class ScopedValue {
+class ScopedValue : NonCopyable {
  public:
   ScopedValue(T& variable, T value) : variable_(variable), saved_(std::move(variable)) {
     variable_ = std::move(value);
   }
   ~ScopedValue() { variable_ = std::move(saved_); }
-  ScopedValue(const ScopedValue&) = delete;
-  ScopedValue& operator=(const ScopedValue&) = delete;
 
  private:
   T& variable_;

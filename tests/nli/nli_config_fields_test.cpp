@@ -25,7 +25,7 @@ nlohmann::json train_json(const NliTrainConfig& c) { return to_json(c); }
 
 TEST(NliConfigFields, TablesDeclareEveryMemberOnce) {
   testing::ExpectTableDeclaresEveryMemberOnce(nli_config_fields());
-  testing::ExpectTableDeclaresEveryMemberOnce(nli_train_config_fields());
+  testing::ExpectTableDeclaresEveryMemberOnce<AdamWTerms>(nli_train_config_fields());
 }
 
 TEST(NliConfigFields, EveryFieldRoundTrips) {

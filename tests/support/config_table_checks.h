@@ -1,7 +1,8 @@
 #pragma once
 // Checks every config's field table (util/config_fields.h) the same way, from the table itself:
-//   - the table declares every member of the struct, once (the member count is read from the
-//     struct's aggregate initialisation, so a member added without a table entry fails);
+//   - the table declares every member of the struct and of the bases the test names, once (the
+//     member count is read from the struct's aggregate initialisation, so a member added without
+//     a table entry fails);
 //   - keys and flags are unique;
 //   - every field survives to_json -> from_json (each set to a non-default value first);
 //   - 256.5 for any integer field (and inside an integer list) is a one-line error naming the key;
@@ -51,9 +52,12 @@ constexpr size_t aggregate_member_count() {
 
 // ---- the checks ----
 
-template <class C>
+// `Bases`: the bases C derives fields from (AdamWTerms): each is one element of C's aggregate
+// initialisation, and each of its members a field of the table.
+template <class... Bases, class C>
 void ExpectTableDeclaresEveryMemberOnce(const std::vector<Field<C>>& fields) {
-  EXPECT_EQ(fields.size(), aggregate_member_count<C>()) << "a member of the struct is missing from its field table";
+  const size_t expected = aggregate_member_count<C>() - sizeof...(Bases) + (size_t{0} + ... + aggregate_member_count<Bases>());
+  EXPECT_EQ(fields.size(), expected) << "a member of the struct is missing from its field table";
   C c{};
   std::set<const void*> members;
   std::set<std::string> keys, flags;

@@ -34,7 +34,7 @@ std::string invalid(const std::function<void(TrainConfig&)>& mutate) {
 }
 
 TEST(TrainConfigFields, TableDeclaresEveryMemberOnce) {
-  testing::ExpectTableDeclaresEveryMemberOnce(train_config_fields());
+  testing::ExpectTableDeclaresEveryMemberOnce<AdamWTerms>(train_config_fields());
 }
 
 TEST(TrainConfigFields, EveryFieldRoundTrips) {

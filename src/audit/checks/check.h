@@ -28,6 +28,7 @@
 
 #include "audit/audit_options.h"
 #include "audit/audit_result.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 
@@ -144,12 +145,10 @@ class Check {
 const std::vector<std::unique_ptr<Check>>& registered_checks();
 
 // A check added to the registry (after the others) while it lives: a test's own check.
-class ScopedCheck {
+class ScopedCheck : NonCopyable {
  public:
   explicit ScopedCheck(std::unique_ptr<Check> check);
   ~ScopedCheck();
-  ScopedCheck(const ScopedCheck&) = delete;
-  ScopedCheck& operator=(const ScopedCheck&) = delete;
 
  private:
   const Check* check_;

@@ -7,10 +7,11 @@
 #include "audit/audit_target.h"
 #include "audit/dtype_twins.h"
 #include "core/language_model.h"
+#include "formats/placed_target.h"
 
 namespace grassaudit {
 
-class BuiltinLmTarget : public AuditTarget {
+class BuiltinLmTarget : public PlacedTarget<AuditTarget> {
  public:
   // output: "hidden" (final LayerNorm output [B, L, d]) or "logits" ([B, L, V]). logits_t =
   // E hidden_t is a position-wise map with E of full column rank d, so logits_t moves exactly
@@ -22,12 +23,10 @@ class BuiltinLmTarget : public AuditTarget {
   std::string describe() const override;
   InputSpec input() const override;
   at::Tensor forward(const at::Tensor& x) override;
-  c10::Device device() const override { return device_; }
   bool to_device(const c10::Device& device, std::string* why) override;
   void set_train(bool train) override;
   bool is_training() const override;
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
-  at::ScalarType dtype() const override { return dtype_; }
   bool supports_gradient() const override { return true; }
   at::Tensor embed(const at::Tensor& x) override;
   at::Tensor forward_from_embedding(const at::Tensor& e) override;
@@ -47,8 +46,6 @@ class BuiltinLmTarget : public AuditTarget {
   LanguageModel model_;
   std::string output_;
   std::string known_hash_;
-  at::ScalarType dtype_;
-  c10::Device device_ = c10::Device(c10::kCPU);
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;  // name, the zeros it held
   DtypeTwins twins_;  // the model's tensors in the other dtype (to_dtype)
 };

@@ -18,11 +18,12 @@
 #include "formats/graph/graph_program.h"
 #include "audit/dtype_twins.h"
 #include "audit/model_file_target.h"
+#include "formats/placed_target.h"
 #include "formats/tracked_state.h"
 
 namespace grassaudit {
 
-class GraphProgramTarget : public ModelFileTarget, public UnitProbe {
+class GraphProgramTarget : public PlacedTarget<ModelFileTarget>, public UnitProbe {
  public:
   // `format`: the JSON's format ("torch.export", "onnx"). InputError (one line naming the path)
   // when the graph's arguments do not take `inputs`.
@@ -38,7 +39,6 @@ class GraphProgramTarget : public ModelFileTarget, public UnitProbe {
   bool to_dtype(at::ScalarType dtype, std::string* why) override;
   // The graph's float32 dtype arguments read as float64 while the target runs in float64.
   bool promote_float32_constants(std::string* what) override;
-  at::ScalarType dtype() const override { return dtype_; }
   std::string weights_hash() override;
   // Proven unless a node draws random numbers: the graph is the same in both modes.
   std::optional<TrainModeProof> train_mode_proof() override;
@@ -89,7 +89,7 @@ class GraphProgramTarget : public ModelFileTarget, public UnitProbe {
   ModelSignature signature_;
   std::string output_path_;
   bool training_ = false;
-  at::ScalarType dtype_ = at::kFloat, own_dtype_ = at::kFloat;
+  at::ScalarType own_dtype_ = at::kFloat;
   bool promoted_ = false;
   DtypeTwins twins_;  // the program's tensors in the other dtype (to_dtype)
   DeclaredRange len_range_, batch_range_;

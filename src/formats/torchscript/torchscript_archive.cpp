@@ -2,6 +2,7 @@
 
 #include "util/error_text.h"
 #include "util/little_endian.h"
+#include "util/string_affix.h"
 
 #include <fmt/format.h>
 #include <torch/version.h>
@@ -79,10 +80,6 @@ std::string read_stored(std::ifstream& f, uint64_t local_offset, uint64_t size) 
   std::string s(len, '\0');
   if (!f.read(s.data(), static_cast<std::streamsize>(len))) return {};
   return trim(s);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 const std::string kRemedyExport =

@@ -74,7 +74,7 @@ std::unique_ptr<torch::jit::Module> load_torchscript_module(const std::string& p
 
 TorchScriptTarget::TorchScriptTarget(const std::string& path, const std::vector<InputBinding>& inputs,
                                      int64_t time_axis, double feature_scale)
-    : path_(path), dtype_(at::kFloat) {
+    : path_(path) {
   module_ = load_torchscript_module(path);
   try {
     signature_ = ModelSignature(forward_arguments(*module_), inputs, time_axis, feature_scale);

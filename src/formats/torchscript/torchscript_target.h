@@ -10,6 +10,7 @@
 #include "audit/dtype_twins.h"
 #include "audit/model_file_target.h"
 #include "audit/unit_probe.h"
+#include "formats/placed_target.h"
 #include "formats/tracked_state.h"
 
 namespace torch::jit {
@@ -25,7 +26,7 @@ std::unique_ptr<torch::jit::Module> load_torchscript_module(const std::string& p
 
 class TorchScriptUnits;
 
-class TorchScriptTarget : public ModelFileTarget, public UnitProbe {
+class TorchScriptTarget : public PlacedTarget<ModelFileTarget>, public UnitProbe {
  public:
   // InputError when the file is missing, not TorchScript, has no forward, or its arguments do
   // not take `inputs` (ModelSignature).
@@ -36,7 +37,6 @@ class TorchScriptTarget : public ModelFileTarget, public UnitProbe {
   ~TorchScriptTarget() override;
   std::string describe() const override;
   at::Tensor forward(const at::Tensor& x) override;
-  c10::Device device() const override { return device_; }
   bool to_device(const c10::Device& device, std::string* why) override;
   void set_train(bool train) override;
   bool is_training() const override;
@@ -44,7 +44,6 @@ class TorchScriptTarget : public ModelFileTarget, public UnitProbe {
   // A second copy of the file with its graphs' float32 constants and dtype arguments promoted;
   // float64 then runs that copy (a traced model with baked float32 constants), the own dtype the original.
   bool promote_float32_constants(std::string* what) override;
-  at::ScalarType dtype() const override { return dtype_; }
   std::string weights_hash() override;
   // forward's inlined graph read once (audit/train_mode_proof.h); the promoted float64 copy runs the same code.
   std::optional<TrainModeProof> train_mode_proof() override;
@@ -97,9 +96,7 @@ class TorchScriptTarget : public ModelFileTarget, public UnitProbe {
   std::string no_units_ = "the module's forward could not be instrumented";
   // What the structural pass redrew: name and the zeros it held (restore_redrawn_parameters).
   std::vector<std::pair<std::string, at::Tensor>> redrawn_;
-  at::ScalarType dtype_;
   at::ScalarType own_dtype_ = at::kFloat;
-  c10::Device device_ = c10::Device(c10::kCPU);
 };
 
 }  // namespace grassaudit

@@ -10,6 +10,7 @@
 #include "report/figures/gnuplot.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/non_copyable.h"
 
 namespace grassaudit {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary folder removed on scope exit.
-class TempDir {
+class TempDir : NonCopyable {
  public:
   TempDir() {
     std::string tmpl = (fs::temp_directory_path() / "grassaudit-report-XXXXXX").string();
@@ -28,8 +29,6 @@ class TempDir {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
   const fs::path& path() const { return path_; }
 
  private:
