@@ -436,10 +436,9 @@ CASES = [
       "control-flow map over the batch: a sum over the future per row", static=True, no_grad=True),
     C("no-grad", lambda: FeatureLM(NoGrad(False)), "causal", 0,
       "a linear map under torch.no_grad() beside a running sum (real features)", inputs=("features:4",)),
-    # leak_sites left out: planted in mixer; the audit names "" (its wrap_with_set_grad_enabled node)
     C("no-grad-flipped", lambda: FeatureLM(NoGrad(True)), "leaky", L1,
       "a sum over the future under torch.no_grad(): invisible to gradients, seen by perturbation",
-      inputs=("features:4",)),
+      inputs=("features:4",), leak_sites=["mixer"]),
 ]
 
 

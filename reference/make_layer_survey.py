@@ -293,7 +293,7 @@ LEAK_SITES: Dict[str, Optional[List[str]]] = {
     "rnncell-backward": [""],
     "grucell-backward": [""],
     "lstmcell-backward": [""],
-    "rnn-bidirectional": None,  # planted in rnn; the scripted nn.RNN is called as forward__0: the audit names ""
+    "rnn-bidirectional": ["rnn"],
     "relu-same-conv": [""],
     "maxpool1d-centred": ["pool"],
     "hardtanh-same-conv": [""],

@@ -276,9 +276,9 @@ LEAK_SITES: Dict[str, Optional[List[str]]] = {
     "conv-groupnorm": ["norm"],
     "conv-instancenorm": ["norm"],
     "relu-conv-tiny-leak": [""],
-    "bigru-script": None,  # planted in rnn; the scripted nn.GRU is called as forward__0: the audit names "": left out
+    "bigru-script": ["rnn"],
     "bigru-trace": ["rnn"],
-    "bilstm-script": None,  # as bigru-script (the traced twins name rnn)
+    "bilstm-script": ["rnn"],
     "bilstm-trace": ["rnn"],
     "decay-recurrence": [""],
 }

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "formats/export/export_graph.h"
 #include "util/error.h"
@@ -52,7 +54,41 @@ const GraphUnits& ExportedProgram::Impl::unit_plan() {
   units_built = true;
   std::vector<UnitStep> us;
   std::optional<std::string> root_op, root_source;
-  for (const Step& s : steps) {
+  // The modules a higher-order op runs in where its own metadata stops short: those the nodes
+  // of its sub-graphs share (the longest common prefix of their stacks, nested ops' included)
+  // when they lie inside its own, as a torch.no_grad() block in Mixer.forward exports to a
+  // wrap_with_set_grad_enabled node of the root whose body nodes run in mixer.
+  using ModuleStack = std::vector<std::pair<std::string, std::string>>;
+  std::function<std::optional<ModuleStack>(const Impl&, const Step&)> shared_modules = [&](const Impl& g,
+                                                                                           const Step& s) {
+    std::optional<ModuleStack> common;
+    const auto meet = [&](const ModuleStack& m) {
+      if (!common) {
+        common = m;
+        return;
+      }
+      size_t k = 0;
+      while (k < common->size() && k < m.size() && (*common)[k] == m[k]) ++k;
+      common->resize(k);
+    };
+    for (size_t sub : s.subgraphs)
+      for (const Step& t : g.subgraphs[sub].graph->steps) {
+        if (!t.modules.empty())
+          meet(t.modules);
+        else if (t.k == Step::K::kHigherOrder)
+          if (auto inner = shared_modules(*g.subgraphs[sub].graph, t)) meet(*inner);
+      }
+    return common;
+  };
+  for (const Step& step : steps) {
+    Step inferred;
+    if (step.k == Step::K::kHigherOrder)
+      if (auto m = shared_modules(*this, step);
+          m && m->size() > step.modules.size() && std::equal(step.modules.begin(), step.modules.end(), m->begin())) {
+        inferred = step;
+        inferred.modules = *m;
+      }
+    const Step& s = inferred.modules.empty() ? step : inferred;
     UnitStep u;
     // The module whose own code the node's frame is: the innermost one that is not torch's.
     int owner = -1;
