@@ -550,8 +550,8 @@ def C(name, file, build, input, seq_len, verdict, horizon, leak_class, why, roun
     lookahead, length, batch, window); horizon: the future leak horizon, whatever the contract.
     contract: {"lookahead": K, "window": W} (default strictly causal, unbounded past). The
     remaining keyword expectations are checked (and written to the suite) only when given;
-    leak_sites: the module paths the builder planted the future leak in (the localise check names
-    them), written to the suite as stated."""
+    leak_sites: the module paths the builder planted the leak in (future, length or batch: the
+    localise check names them), written to the suite as stated."""
     return dict(name=name, file=file, build=build, input=input, seq_len=seq_len, verdict=verdict,
                 horizon=horizon, rounding_only=rounding_only, leak_class=leak_class, why=why,
                 seed=seed, twin=twin,
@@ -666,7 +666,7 @@ CASES = [
     C("length-normalised-position", "length_normalised_position.pt", lambda: FeatureModel(PositionFraction(by_length=True), 2 * CHANNELS),
       FEAT, 32, "leaky", 0, "length-reading",
       "A position feature t / L (positions normalised by the sequence length, as in relative-position or time-fraction encodings): y_t knows how many inputs follow, which same-length perturbation cannot see; a prefix run gives other outputs.",
-      twin="max-len-normalised-position", seed=14, violations=["length"], length_dependent=True, batch_coupled=False),
+      twin="max-len-normalised-position", seed=14, violations=["length"], length_dependent=True, batch_coupled=False, leak_sites=["core"]),
     C("max-len-normalised-position", "max_len_normalised_position.pt", lambda: FeatureModel(PositionFraction(by_length=False), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "length-reading",
       "The same feature normalised by the fixed maximum length 64: length-independent.",
@@ -675,7 +675,7 @@ CASES = [
     C("batch-mean-centering", "batch_mean_centering.pt", lambda: FeatureModel(Centering(over_batch=True), 2 * CHANNELS),
       FEAT, 32, "leaky", 0, "batch-mixing",
       "Centering by the mean over the batch at each position: time-causal, but every row reads the other rows; in a batched evaluation of consecutive text (row b+1 continues row b) that is a leak, named batch, with future horizon 0.",
-      twin="channel-mean-centering", seed=15, violations=["batch"], batch_coupled=True, length_dependent=False),
+      twin="channel-mean-centering", seed=15, violations=["batch"], batch_coupled=True, length_dependent=False, leak_sites=["core"]),
     C("channel-mean-centering", "channel_mean_centering.pt", lambda: FeatureModel(Centering(over_batch=False), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "batch-mixing",
       "Centering by the mean over each token's channels: rows independent.",
@@ -683,7 +683,7 @@ CASES = [
     C("train-batch-statistics", "train_batch_statistics.pt", lambda: FeatureModel(TrainBatchNorm(batch_stats=True), 2 * CHANNELS),
       FEAT, 32, "leaky", 0, "train-batch-statistics",
       "BatchNorm-style statistics over the batch in training, running statistics in eval: rows mix in train mode only; an eval-only audit misses it, a same-batch future probe reads it as a future leak of horizon L-1.",
-      twin="layer-norm-per-token", seed=16, violations=["batch"], batch_coupled=True, length_dependent=False),
+      twin="layer-norm-per-token", seed=16, violations=["batch"], batch_coupled=True, length_dependent=False, leak_sites=["core"]),
     C("layer-norm-per-token", "layer_norm_per_token.pt", lambda: FeatureModel(TrainBatchNorm(batch_stats=False), 2 * CHANNELS),
       FEAT, 32, "causal", 0, "train-batch-statistics",
       "LayerNorm over each token's channels in both modes: rows independent.",

@@ -287,7 +287,7 @@ LENGTHS = [16, 64]
 
 # Where each leaky family's future leak is planted: the module path(s) the audit's localise check must
 # name (the selection code is the mixer's own; Experts sees [B, L, E, D] per token and reads no other
-# position), written as leak_sites to every case with a future horizon, exported twins alike.
+# position), written as leak_sites to every leaky case (future, length or batch), exported twins alike.
 LEAK_SITES: Dict[str, List[str]] = {
     "expert-choice": ["mixer"],
     "capacity-score": ["mixer"],
@@ -295,6 +295,8 @@ LEAK_SITES: Dict[str, List[str]] = {
     "block-select-started": ["mixer"],
     "topk-attention-mask-after": ["mixer"],
     "sort-chunks": ["mixer"],
+    "capacity-sequence": ["mixer"],
+    "capacity-row-major": ["mixer"],
 }
 
 
@@ -405,7 +407,7 @@ def main() -> None:
                       "past_horizon": past, "batch_coupled": batch, "discrete_routing": True, "horizon_bound": "exact"}
             if future < L - 1:  # else no prefix has a position that what follows it cannot move: not checked
                 expect["length_dependent"] = length_dep
-            if future:
+            if violations:
                 expect["leak_sites"] = LEAK_SITES[name]
             cases.append({"name": f"{name}-L{L}", "model": f"routing/{file}.pt", "input": TOK, "seq_len": L,
                           "mode": "eval", "expect": expect, "leak_class": leak_class, "why": build().mixer.__doc__.split(".")[0],

@@ -84,15 +84,9 @@ class Localiser {
     }
     std::vector<bool> leaky(units_.size(), false);
     for (size_t u = 0; u < units_.size(); ++u) leaky[u] = testable_[u] && judge(tables_[u], threshold).horizon > 0;
-    // The innermost leaky units, then the leaky units around them whose own code reads ahead too.
-    std::vector<int> found;
-    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
-      if (!leaky[static_cast<size_t>(u)]) continue;
-      std::vector<int> within;
-      for (int s : found)
-        if (inside(units_, s, u)) within.push_back(s);
-      if (within.empty() || still_leaks(u, within, rows, base, chunk, threshold)) found.push_back(u);
-    }
+    const std::vector<int> found = innermost(leaky, [&](int u, const std::vector<int>& within) {
+      return still_leaks(u, within, rows, base, chunk, threshold);
+    });
     std::vector<LeakSite> out;
     for (int u : found)
       out.push_back(site(u, judge(tables_[static_cast<size_t>(u)], threshold).horizon, ViolationKind::kFuture));
@@ -103,8 +97,7 @@ class Localiser {
   // The units that mix the rows of a batch by themselves: fed, on base rows, their own inputs
   // with the odd rows' taken from a pass whose odd rows were replaced (the kept even rows' as
   // they were), their outputs in the kept rows move beyond `threshold` (the batch check's
-  // comparison threshold). Innermost first, an enclosing unit only when it still mixes with the
-  // sites inside it held, as for the future.
+  // comparison threshold). Innermost first, as for the future.
   std::vector<LeakSite> batch_sites(double threshold) {
     const Prober::ProbeRows rows =
         run_.prober.cut_rows(in_, mode_, L_, {}, Side::kFuture, /*first_trial_only=*/true);
@@ -116,75 +109,39 @@ class Localiser {
     const at::Tensor mixed = rows_mixed(base, base.roll(1, 0), keep);
     const auto a = forward(base, seed);
     const auto b = forward(mixed, seed);
-    std::vector<double> effect(units_.size(), 0.0);
-    std::vector<bool> testable(units_.size(), false);
-    std::map<int, std::vector<int>> by_depth;
-    std::vector<std::vector<at::Tensor>> own(units_.size());
-    for (size_t u = 0; u < units_.size(); ++u) {
-      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
-          a[u].outputs.size() != b[u].outputs.size())
-        continue;
-      if (std::none_of(a[u].outputs.begin(), a[u].outputs.end(), [&](const at::Tensor& t) { return rowed(t, B); }))
-        continue;  // nothing with the rows comes out
-      testable[u] = true;
-      if (u == 0) {
-        own[u] = b[u].outputs;
-        continue;
-      }
-      bool free = true;
-      for (size_t k = 0; k < a[u].inputs.size() && testable[u]; ++k) {
-        const auto& x = a[u].inputs[k];
-        const auto& y = b[u].inputs[k];
-        if (!rowed(x, B)) {
-          if (!at::equal(x, y)) testable[u] = false;  // a leaf without the rows moved
-          continue;
-        }
-        free = free && at::equal(rows_mixed(x, y, keep), y);
-      }
-      if (!testable[u]) continue;
-      if (free)
-        own[u] = b[u].outputs;
-      else
-        by_depth[depth(units_, static_cast<int>(u))].push_back(static_cast<int>(u));
-    }
-    const auto mixed_leaves = [&](const std::vector<at::Tensor>& x, const std::vector<at::Tensor>& y) {
+    // A unit's leaves with only the other rows' from the mixed pass; nullopt where a leaf without
+    // the rows moved (it cannot be fed apart from the kept rows).
+    const auto mixed_leaves = [&](const std::vector<at::Tensor>& x,
+                                  const std::vector<at::Tensor>& y) -> std::optional<std::vector<at::Tensor>> {
       std::vector<at::Tensor> out;
-      for (size_t k = 0; k < x.size(); ++k) out.push_back(rowed(x[k], B) ? rows_mixed(x[k], y[k], keep) : x[k]);
+      for (size_t k = 0; k < x.size(); ++k) {
+        if (!rowed(x[k], B) && !at::equal(x[k], y[k])) return std::nullopt;
+        out.push_back(rowed(x[k], B) ? rows_mixed(x[k], y[k], keep) : x[k]);
+      }
       return out;
     };
-    const auto kept_effect = [&](const std::vector<at::Tensor>& y, const std::vector<at::Tensor>& y_base) {
+    const auto moves = [&](size_t u, const std::vector<at::Tensor>& y) {
       double e = 0;
-      for (size_t k = 0; k < y.size() && k < y_base.size(); ++k)
-        if (rowed(y_base[k], B)) e = std::max(e, effect_in_kept_rows(y[k], y_base[k], keep));
-      return e;
+      for (size_t k = 0; k < y.size() && k < a[u].outputs.size(); ++k)
+        if (rowed(a[u].outputs[k], B)) e = std::max(e, effect_in_kept_rows(y[k], a[u].outputs[k], keep));
+      return e > threshold;
     };
-    for (const auto& [d, us] : by_depth) {
-      UnitTensors fed;
-      for (int u : us) fed[u] = mixed_leaves(a[static_cast<size_t>(u)].inputs, b[static_cast<size_t>(u)].inputs);
-      const auto h = forward(base, seed, fed);
-      for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
-    }
+    std::vector<std::optional<std::vector<at::Tensor>>> feeds(units_.size());
     for (size_t u = 0; u < units_.size(); ++u)
-      if (testable[u]) effect[u] = kept_effect(own[u], a[u].outputs);
-    std::vector<int> found;
-    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
-      const auto uu = static_cast<size_t>(u);
-      if (!testable[uu] || !(effect[uu] > threshold)) continue;
-      UnitTensors held;
-      for (int s : found)
-        if (inside(units_, s, u))
-          held[s] = mixed_leaves(a[static_cast<size_t>(s)].outputs, b[static_cast<size_t>(s)].outputs);
-      if (!held.empty()) {  // sites inside: does it still mix with them held in the kept rows?
-        UnitTensors fed;
-        if (u != 0) fed[u] = mixed_leaves(a[uu].inputs, b[uu].inputs);
-        const auto h = forward(u == 0 ? mixed : base, seed, fed, held);
-        if (!(kept_effect(h[uu].outputs, a[uu].outputs) > threshold)) continue;
-      }
-      found.push_back(u);
-    }
-    std::vector<LeakSite> out;
-    for (int u : found) out.push_back(site(u, 0, ViolationKind::kBatch));
-    return out;
+      if (same_leaves(a[u], b[u]) && std::any_of(a[u].outputs.begin(), a[u].outputs.end(),
+                                                 [&](const at::Tensor& t) { return rowed(t, B); }))
+        feeds[u] = mixed_leaves(a[u].inputs, b[u].inputs);  // the rows come out
+    // A site inside another is held to the base in the kept rows.
+    const auto held_of = [&](size_t s) {
+      std::vector<at::Tensor> held;
+      for (size_t k = 0; k < a[s].outputs.size(); ++k)
+        held.push_back(rowed(a[s].outputs[k], B) ? rows_mixed(a[s].outputs[k], b[s].outputs[k], keep) : a[s].outputs[k]);
+      return held;
+    };
+    return sites_of(ViolationKind::kBatch, b, feeds, moves, held_of,
+                    [&](const UnitTensors& fed, const UnitTensors& held, bool whole) {
+                      return forward(whole ? mixed : base, seed, fed, held);
+                    });
   }
 
   // The units whose outputs depend on the length by themselves: in a run of the prefix of
@@ -200,18 +157,16 @@ class Localiser {
     const auto a = forward(x, seed);                  // the full length
     const auto b = forward(x.narrow(1, 0, p), seed);  // the prefix alone
     const at::Tensor cut = at::tensor(std::vector<int64_t>{p - guard}, at::kLong);
-    struct Leaves {
-      std::vector<std::vector<int64_t>> in, out;
-    };
-    std::vector<Leaves> axes(units_.size());
-    std::vector<bool> testable(units_.size(), false);
-    std::map<int, std::vector<int>> by_depth;
-    std::vector<std::vector<at::Tensor>> own(units_.size());
-    const auto cut_to_p = [&](const std::vector<at::Tensor>& full, const std::vector<std::vector<int64_t>>& ax) {
+    std::vector<UnitAxes> axes(units_.size());
+    // A unit's full-run leaves cut to p along their time axes; nullopt where a cut leaf is not
+    // the shape the prefix run gave it (a length that is not the time's).
+    const auto cut_to_p = [&](const std::vector<at::Tensor>& full, const std::vector<at::Tensor>& prefix,
+                              const std::vector<std::vector<int64_t>>& ax) -> std::optional<std::vector<at::Tensor>> {
       std::vector<at::Tensor> out;
       for (size_t k = 0; k < full.size(); ++k) {
         at::Tensor t = full[k];
         for (int64_t d : ax[k]) t = t.narrow(d, 0, p);
+        if (!t.sizes().equals(prefix[k].sizes())) return std::nullopt;
         out.push_back(t.contiguous());
       }
       return out;
@@ -221,27 +176,52 @@ class Localiser {
       for (size_t k = 0; k < at_L.size(); ++k) out.push_back(time_axes(shape_of(at_L[k]), shape_of(at_p[k]), L_, p));
       return out;
     };
+    std::vector<std::optional<std::vector<at::Tensor>>> feeds(units_.size()), full_out(units_.size());
     for (size_t u = 0; u < units_.size(); ++u) {
-      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
-          a[u].outputs.size() != b[u].outputs.size())
-        continue;
+      if (!same_leaves(a[u], b[u])) continue;
       axes[u] = {leaf_axes(a[u].inputs, b[u].inputs), leaf_axes(a[u].outputs, b[u].outputs)};
       if (!has_time(axes[u].out)) continue;
-      testable[u] = true;
-      if (u == 0) {
-        own[u] = b[u].outputs;
-        continue;
+      full_out[u] = cut_to_p(a[u].outputs, b[u].outputs, axes[u].out);
+      if (full_out[u]) feeds[u] = cut_to_p(a[u].inputs, b[u].inputs, axes[u].in);
+    }
+    const auto moves = [&](size_t u, const std::vector<at::Tensor>& y) {
+      double e = 0;
+      for (size_t k = 0; k < y.size() && k < full_out[u]->size(); ++k)
+        if (!axes[u].out[k].empty())
+          e = std::max(e, effect_before_cut(y[k], (*full_out[u])[k], axes[u].out[k], cut, p).max().item<double>());
+      return e > threshold;
+    };
+    // A site inside another is held to its full-run outputs.
+    return sites_of(ViolationKind::kLength, b, feeds, moves, [&](size_t s) { return *full_out[s]; },
+                    [&](const UnitTensors& fed, const UnitTensors& held, bool) {
+                      return forward(x.narrow(1, 0, p), seed, fed, held);
+                    });
+  }
+
+ private:
+  // Whether a unit was called in both passes with leaves of the same counts.
+  static bool same_leaves(const UnitValues& a, const UnitValues& b) {
+    return a.called && b.called && a.inputs.size() == b.inputs.size() && a.outputs.size() == b.outputs.size();
+  }
+
+  // Each unit's own probe: its outputs when fed `feeds[u]` (nullopt: the unit is not probed; the
+  // root's own probe is the probe pass `b` itself). Where a unit's feed is what the probe pass gave
+  // it, that pass is its own probe; the others are fed in one `run_fed` forward per depth (units
+  // of one depth never lie inside each other).
+  std::vector<std::optional<std::vector<at::Tensor>>> own_probes(
+      const std::vector<UnitValues>& b, const std::vector<std::optional<std::vector<at::Tensor>>>& feeds,
+      const std::function<std::vector<UnitValues>(const UnitTensors&)>& run_fed) {
+    std::vector<std::optional<std::vector<at::Tensor>>> own(units_.size());
+    std::map<int, std::vector<int>> by_depth;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (!feeds[u]) continue;
+      const auto& fed = *feeds[u];
+      bool free = u == 0;
+      if (!free) {
+        free = fed.size() == b[u].inputs.size();
+        for (size_t k = 0; k < fed.size() && free; ++k)
+          free = fed[k].sizes().equals(b[u].inputs[k].sizes()) && at::equal(fed[k], b[u].inputs[k]);
       }
-      bool free = true;
-      const auto fed = cut_to_p(a[u].inputs, axes[u].in);
-      for (size_t k = 0; k < fed.size() && testable[u]; ++k) {
-        if (!fed[k].sizes().equals(b[u].inputs[k].sizes())) {
-          testable[u] = false;  // a leaf whose length is not the time's
-          continue;
-        }
-        free = free && at::equal(fed[k], b[u].inputs[k]);
-      }
-      if (!testable[u]) continue;
       if (free)
         own[u] = b[u].outputs;
       else
@@ -249,39 +229,53 @@ class Localiser {
     }
     for (const auto& [d, us] : by_depth) {
       UnitTensors fed;
-      for (int u : us) fed[u] = cut_to_p(a[static_cast<size_t>(u)].inputs, axes[static_cast<size_t>(u)].in);
-      const auto h = forward(x.narrow(1, 0, p), seed, fed);
+      for (int u : us) fed[u] = *feeds[static_cast<size_t>(u)];
+      const auto h = run_fed(fed);
       for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
     }
-    const auto moved = [&](size_t u, const std::vector<at::Tensor>& y) {
-      const auto full = cut_to_p(a[u].outputs, axes[u].out);
-      double e = 0;
-      for (size_t k = 0; k < y.size() && k < full.size(); ++k) {
-        if (axes[u].out[k].empty() || !y[k].sizes().equals(full[k].sizes())) continue;
-        e = std::max(e, effect_before_cut(y[k], full[k], axes[u].out[k], cut, p).max().item<double>());
-      }
-      return e > threshold;
-    };
-    std::vector<int> found;
-    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
-      const auto uu = static_cast<size_t>(u);
-      if (!testable[uu] || !moved(uu, own[uu])) continue;
-      UnitTensors held;
-      for (int s : found)
-        if (inside(units_, s, u)) held[s] = cut_to_p(a[static_cast<size_t>(s)].outputs, axes[static_cast<size_t>(s)].out);
-      if (!held.empty()) {  // sites inside: does it still depend on the length with them held?
-        UnitTensors fed;
-        if (u != 0) fed[u] = cut_to_p(a[uu].inputs, axes[uu].in);
-        if (!moved(uu, forward(x.narrow(1, 0, p), seed, fed, held)[uu].outputs)) continue;
-      }
-      found.push_back(u);
-    }
+    return own;
+  }
+
+  using Leaves = std::vector<at::Tensor>;
+  // The batch's and the length's sites: each unit's own probe (`feeds`, run by `run` with no
+  // unit held), the units whose own probe `moves`, innermost first: a unit around sites is one too
+  // when, fed again with those inside it held to `held_of(s)`, it still moves. `run`'s `whole`:
+  // the root's own probe (the probe pass's input), else the base's.
+  std::vector<LeakSite> sites_of(ViolationKind kind, const std::vector<UnitValues>& b,
+                                 const std::vector<std::optional<Leaves>>& feeds,
+                                 const std::function<bool(size_t, const Leaves&)>& moves,
+                                 const std::function<Leaves(size_t)>& held_of,
+                                 const std::function<std::vector<UnitValues>(const UnitTensors&, const UnitTensors&, bool)>& run) {
+    const auto own = own_probes(b, feeds, [&](const UnitTensors& fed) { return run(fed, {}, false); });
+    std::vector<bool> moved(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) moved[u] = own[u] && moves(u, *own[u]);
     std::vector<LeakSite> out;
-    for (int u : found) out.push_back(site(u, 0, ViolationKind::kLength));
+    for (int u : innermost(moved, [&](int u, const std::vector<int>& within) {
+           const auto uu = static_cast<size_t>(u);
+           UnitTensors held, fed;
+           for (int s : within) held[s] = held_of(static_cast<size_t>(s));
+           if (u != 0) fed[u] = *feeds[uu];
+           return moves(uu, run(fed, held, u == 0)[uu].outputs);
+         }))
+      out.push_back(site(u, 0, kind));
     return out;
   }
 
- private:
+  // The sites among the units that move by themselves, innermost first: a unit around sites is
+  // one too only when `still_moves(u, the sites inside it)` says it moves with them held.
+  std::vector<int> innermost(const std::vector<bool>& moves,
+                             const std::function<bool(int, const std::vector<int>&)>& still_moves) const {
+    std::vector<int> found;
+    for (int u = static_cast<int>(units_.size()) - 1; u >= 0; --u) {
+      if (!moves[static_cast<size_t>(u)]) continue;
+      std::vector<int> within;
+      for (int s : found)
+        if (inside(units_, s, u)) within.push_back(s);
+      if (within.empty() || still_moves(u, within)) found.push_back(u);
+    }
+    return found;
+  }
+
   LeakSite site(int u, int64_t horizon, ViolationKind violation) const {
     const ProbeUnit& pu = units_[static_cast<size_t>(u)];
     LeakSite s;
@@ -345,62 +339,42 @@ class Localiser {
     return axes;
   }
 
-  // One chunk: the base and probe forwards, then each unit's own probe (free where its inputs
-  // before the cut are the base's: the probe forward is then its own probe), one forward per
-  // depth for the others; each unit's cells raised into its table.
+  // One chunk: the base and probe forwards, then each unit's own probe (its inputs fed at the cut;
+  // own_probes: free where they are what the probe pass gave it); each unit's cells raised into
+  // its table.
   void chunk_effects(const at::Tensor& base, const at::Tensor& probe_rows, const at::Tensor& cuts, int64_t n,
                      uint64_t seed) {
     const auto a = forward(base, seed);
     const auto b = forward(probe_rows, seed);
-    std::map<int, std::vector<int>> by_depth;  // units whose own probe needs a forward
-    std::vector<std::vector<at::Tensor>> own(units_.size());
+    std::vector<std::optional<std::vector<at::Tensor>>> feeds(units_.size());
     for (size_t u = 0; u < units_.size(); ++u) {
       if (!testable_[u]) continue;
-      if (!a[u].called || !b[u].called || a[u].inputs.size() != b[u].inputs.size() ||
-          a[u].outputs.size() != b[u].outputs.size() || !has_time(axes_[u].out)) {
+      if (!same_leaves(a[u], b[u]) || !has_time(axes_[u].out)) {
         testable_[u] = false;  // not called, called otherwise, or nothing with a time axis comes out
         continue;
       }
-      if (u == 0) {  // the whole model fed its own inputs at the cut: the probe rows themselves
-        own[u] = b[u].outputs;
-        continue;
-      }
-      bool free = true;
-      for (size_t k = 0; k < a[u].inputs.size() && free; ++k) {
-        const auto& x = a[u].inputs[k];
-        const auto& y = b[u].inputs[k];
-        const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
-        if (ax.empty() || !rowed(x, base.size(0))) {
-          if (!at::equal(x, y)) testable_[u] = false;  // a leaf without a time axis moved
-          continue;
-        }
-        free = at::equal(fed_at_cut(x, y, ax, cuts), y);
-      }
-      if (!testable_[u]) continue;
-      if (free)
-        own[u] = b[u].outputs;
-      else
-        by_depth[depth(units_, static_cast<int>(u))].push_back(static_cast<int>(u));
+      feeds[u] = fed_inputs(a[u], b[u], u, cuts);
+      if (!feeds[u]) testable_[u] = false;  // a leaf without a time axis moved
     }
-    for (const auto& [d, us] : by_depth) {
-      UnitTensors fed;
-      for (int u : us) fed[u] = fed_inputs(a[static_cast<size_t>(u)], b[static_cast<size_t>(u)], static_cast<size_t>(u), cuts);
-      const auto h = forward(base, seed, fed);
-      for (int u : us) own[static_cast<size_t>(u)] = h[static_cast<size_t>(u)].outputs;
-    }
+    const auto own = own_probes(b, feeds, [&](const UnitTensors& fed) { return forward(base, seed, fed); });
     for (size_t u = 0; u < units_.size(); ++u)
-      if (testable_[u] && !own[u].empty()) raise(u, a[u].outputs, own[u], cuts, n);
+      if (testable_[u] && own[u]) raise(u, a[u].outputs, *own[u], cuts, n);
   }
 
-  std::vector<at::Tensor> fed_inputs(const UnitValues& a, const UnitValues& b, size_t u, const at::Tensor& cuts) {
+  // A unit's inputs as it sees them with only its own future replaced: the probe pass's from each
+  // row's cut on; nullopt where a leaf without a time axis (or without the rows) moved.
+  std::optional<std::vector<at::Tensor>> fed_inputs(const UnitValues& a, const UnitValues& b, size_t u,
+                                                    const at::Tensor& cuts) {
     std::vector<at::Tensor> fed;
     for (size_t k = 0; k < a.inputs.size(); ++k) {
       const auto& ax = k < axes_[u].in.size() ? axes_[u].in[k] : std::vector<int64_t>{};
       const bool follows = !ax.empty() && rowed(a.inputs[k], cuts.size(0));
+      if (!follows && !at::equal(a.inputs[k], b.inputs[k])) return std::nullopt;
       fed.push_back(follows ? fed_at_cut(a.inputs[k], b.inputs[k], ax, cuts) : a.inputs[k]);
     }
     return fed;
   }
+
 
   // Whether a leaf has the rows of the pass as its first axis (a mask [L, L], a parameter: no).
   static bool rowed(const at::Tensor& t, int64_t R) { return t.dim() >= 2 && t.size(0) == R; }
@@ -455,7 +429,11 @@ class Localiser {
       }
       const auto uu = static_cast<size_t>(u);
       UnitTensors fed;
-      if (u != 0) fed[u] = fed_inputs(a[uu], b[uu], uu, cuts);
+      if (u != 0) {
+        auto f = fed_inputs(a[uu], b[uu], uu, cuts);
+        if (!f) return false;  // it cannot be fed apart here: not a site by itself
+        fed[u] = std::move(*f);
+      }
       const auto h = forward(u == 0 ? probe_rows : base, rows.dropout_seed, fed, held);
       raise_into(table, axes_[uu].out, a[uu].outputs, h[uu].outputs, cuts, n);
     }
@@ -507,13 +485,14 @@ class LocaliseCheck : public Check {
       return;
     }
     std::optional<std::vector<LeakSite>> all;
-    // Each violation's sites in the mode its evidence was seen in; one that cannot be followed
-    // says why in a note and leaves the other's sites standing.
-    const auto look = [&](const char* what, const std::string& evidence_mode, const char* none,
+    // Each violation's sites in the mode its evidence was seen in and the precision that decided
+    // it (the future tables': `tables`; the batch and length comparisons': the deciding one); one
+    // that cannot be followed says why in a note and leaves the other's sites standing.
+    const auto look = [&](const char* what, const std::string& evidence_mode, bool tables, const char* none,
                           const std::function<std::vector<LeakSite>(Localiser&)>& find) {
       const AuditMode mode = evidence_mode == "train" ? AuditMode::kTrain : AuditMode::kEval;
       try {
-        const InPrecision in = run.prec.in_decided();
+        const InPrecision in = tables ? run.prec.in_decided() : run.prec.in_deciding();
         Localiser localiser(run, *probe, mode, in);
         auto sites = find(localiser);
         if (sites.empty()) r.notes.push_back(fmt::format("leak sites{}: none named: {}; the verdict stands", what, none));
@@ -530,18 +509,18 @@ class LocaliseCheck : public Check {
       const bool rows_mix = coupled && std::find(coupled->modes.begin(), coupled->modes.end(),
                                                  mode == "train" ? AuditMode::kTrain : AuditMode::kEval) !=
                                            coupled->modes.end();
-      look("", mode,
+      look("", mode, /*tables=*/true,
            "no unit the audit can follow (one whose outputs have a time axis) reads ahead by itself on these rows",
            [&](Localiser& l) { return l.sites(run.prec.horizon_threshold(), rows_mix); });
     }
     if (violated(r, ViolationKind::kBatch))
-      look(" of the batch coupling", r.batch_evidence.mode,
+      look(" of the batch coupling", r.batch_evidence.mode, /*tables=*/false,
            "no unit the audit can follow (one whose outputs keep the rows) mixes the rows by itself",
            [&](Localiser& l) { return l.batch_sites(run.prec.threshold()); });
     if (violated(r, ViolationKind::kLength)) {
       const FutureHorizon* future = run.outputs.get<FutureHorizon>();
       const int64_t guard = std::max(run.opt.lookahead, future ? future->horizon : 0);
-      look(" of the length dependence", "eval",
+      look(" of the length dependence", "eval", /*tables=*/false,
            "no unit the audit can follow (one whose outputs have a time axis) depends on the length by itself",
            [&](Localiser& l) { return l.length_sites(run.prec.threshold(), r.length_evidence.prefix_len, guard); });
     }

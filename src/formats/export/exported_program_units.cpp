@@ -62,21 +62,12 @@ const GraphUnits& ExportedProgram::Impl::unit_plan() {
   std::function<std::optional<ModuleStack>(const Impl&, const Step&)> shared_modules = [&](const Impl& g,
                                                                                            const Step& s) {
     std::optional<ModuleStack> common;
-    const auto meet = [&](const ModuleStack& m) {
-      if (!common) {
-        common = m;
-        return;
-      }
-      size_t k = 0;
-      while (k < common->size() && k < m.size() && (*common)[k] == m[k]) ++k;
-      common->resize(k);
-    };
     for (size_t sub : s.subgraphs)
       for (const Step& t : g.subgraphs[sub].graph->steps) {
         if (!t.modules.empty())
-          meet(t.modules);
+          keep_common_prefix(common, t.modules);
         else if (t.k == Step::K::kHigherOrder)
-          if (auto inner = shared_modules(*g.subgraphs[sub].graph, t)) meet(*inner);
+          if (auto inner = shared_modules(*g.subgraphs[sub].graph, t)) keep_common_prefix(common, *inner);
       }
     return common;
   };

@@ -86,32 +86,27 @@ std::vector<std::pair<int, at::Tensor>> UnitRecorder::reads(size_t step, const s
     const at::Tensor own = get(slot);
     if (!own.defined()) continue;
     at::Tensor v = own;
+    // The value crossing unit u's boundary: recorded as its leaf at the first crossing (the
+    // replacement where u is fed or held), that leaf at every crossing after.
+    const auto cross = [&](std::map<int, size_t>& index, std::vector<at::Tensor>& leaves, const UnitTensors& replaced,
+                           int u, const char* what) {
+      auto it = index.find(slot);
+      if (it == index.end()) {
+        if (replaced.count(u)) v = replacement(replaced, u, leaves.size(), plan_.units(), what);
+        it = index.emplace(slot, leaves.size()).first;
+        leaves.push_back(v);
+      }
+      v = leaves[it->second];
+    };
     // Out of the units that define it, innermost first: a held unit gives its held leaf.
     for (int u : there) {
       if (in(here, u)) break;
-      auto& index = out_index_[static_cast<size_t>(u)];
-      auto& outs = values_[static_cast<size_t>(u)].outputs;
-      auto it = index.find(slot);
-      if (it == index.end()) {
-        if (held_.count(u)) v = replacement(held_, u, outs.size(), plan_.units(), "outputs");
-        it = index.emplace(slot, outs.size()).first;
-        outs.push_back(v);
-      }
-      v = outs[it->second];
+      cross(out_index_[static_cast<size_t>(u)], values_[static_cast<size_t>(u)].outputs, held_, u, "outputs");
     }
     // Into the units that read it, outermost first: a fed unit reads its fed leaf.
     for (auto r = here.rbegin(); r != here.rend(); ++r) {
-      const int u = *r;
-      if (in(there, u)) continue;
-      auto& index = in_index_[static_cast<size_t>(u)];
-      auto& ins = values_[static_cast<size_t>(u)].inputs;
-      auto it = index.find(slot);
-      if (it == index.end()) {
-        if (fed_.count(u)) v = replacement(fed_, u, ins.size(), plan_.units(), "inputs");
-        it = index.emplace(slot, ins.size()).first;
-        ins.push_back(v);
-      }
-      v = ins[it->second];
+      if (in(there, *r)) continue;
+      cross(in_index_[static_cast<size_t>(*r)], values_[static_cast<size_t>(*r)].inputs, fed_, *r, "inputs");
     }
     if (!v.is_same(own)) out.emplace_back(slot, v);
   }

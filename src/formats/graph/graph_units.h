@@ -23,6 +23,19 @@
 
 namespace grassaudit {
 
+// `common` cut to what it shares with `other` from the start (`other` itself when nothing was met
+// yet): the module stack or scope a set of nodes shares, met node by node.
+template <class T>
+void keep_common_prefix(std::optional<std::vector<T>>& common, const std::vector<T>& other) {
+  if (!common) {
+    common = other;
+    return;
+  }
+  size_t k = 0;
+  while (k < common->size() && k < other.size() && (*common)[k] == other[k]) ++k;
+  common->resize(k);
+}
+
 // One step of a graph as the units see it.
 struct UnitStep {
   // Its module path, outermost first: each entry a group (path "blocks.0.mix", class or op "Mix",

@@ -491,15 +491,7 @@ const GraphUnits& OnnxProgram::Impl::unit_plan() {
     if (scoped[i]) continue;
     std::optional<std::vector<std::string>> common;
     auto meet = [&](int j) {
-      if (j < 0 || !scoped[static_cast<size_t>(j)]) return;
-      const auto& other = scope[static_cast<size_t>(j)];
-      if (!common) {
-        common = other;
-        return;
-      }
-      size_t k = 0;
-      while (k < common->size() && k < other.size() && (*common)[k] == other[k]) ++k;
-      common->resize(k);
+      if (j >= 0 && scoped[static_cast<size_t>(j)]) keep_common_prefix(common, scope[static_cast<size_t>(j)]);
     };
     const auto& node = g.nodes[i];
     for (int s : node.in)
