@@ -12,6 +12,8 @@ forwards: the passes it ran, printed as forward-equivalents): what a change that
 or saves time must leave as it was, probe counts and notes included.
 --added 'KEY=JSON;...' names fields only B writes (a new field) and the value B must write where A
 has none: e.g. --added 'discrete_routing=null;horizon_bound="exact"'.
+--explains KEY,... names fields only B writes that explain a verdict without changing it (e.g.
+leak_sites): set aside, at the top and in each of `outputs`, whatever B writes there.
 --same-forwards also compares the forwards (every pass, by check and dtype), except on the cases
 where B reports discrete routing: what the routing search may add to.
 --summary also compares the text summary, line for line (the headline's seconds aside): what a
@@ -118,6 +120,7 @@ def main():
                     help="the JSON fields compared (e.g. without the fields an older binary lacks)")
     ap.add_argument("--whole", action="store_true", help="compare every field but the timings")
     ap.add_argument("--added", default="", help="KEY=JSON;...: fields only B writes, and their value")
+    ap.add_argument("--explains", default="", help="KEY,...: fields only B writes that explain, set aside")
     ap.add_argument("--summary", action="store_true",
                     help="the text summary must be identical too (the headline's seconds aside)")
     ap.add_argument("--same-forwards", action="store_true",
@@ -157,6 +160,12 @@ def main():
                 for j in (ja, jb):
                     if isinstance(j.get("thread_dependent"), list):
                         j["thread_dependent"] = sorted(j["thread_dependent"])
+                for key in filter(None, o.explains.split(",")):  # only B explains: set aside
+                    if key not in ja:
+                        jb.pop(key, None)
+                        for out_a, out_b in zip(ja.get("outputs") or [], jb.get("outputs") or []):
+                            if isinstance(out_a, dict) and isinstance(out_b, dict) and key not in out_a:
+                                out_b.pop(key, None)
                 for key, value in added.items():  # a new field: B's value is the neutral one, or it differs
                     if key not in ja and key in jb:
                         ja[key] = value
