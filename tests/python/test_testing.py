@@ -31,11 +31,14 @@ def test_leaky_model_fails_with_evidence():
         assert_causal(Conv(1, 1), inputs=["features:4"], seq_len=16)
     message = str(info.value)
     assert message.startswith("nn.Module Conv (features:4): LEAKY (leak horizon 1,")
-    last = message.splitlines()[-1]
-    assert last.startswith("first evidence (future): output position ") and "when the inputs from position " in last
-    position = int(last.split("output position ")[1].split()[0])
-    cut = int(last.split("from position ")[1].split()[0])
+    evidence, site = message.splitlines()[-2:]
+    assert evidence.startswith("first evidence (future): output position ") and "when the inputs from position " in evidence
+    position = int(evidence.split("output position ")[1].split()[0])
+    cut = int(evidence.split("from position ")[1].split()[0])
     assert cut == position + 1  # the future position that moved it: one step ahead
+    # Where it enters: Conv pads in its own forward, so the model's own code, one step ahead.
+    assert site.startswith("leak enters at the model's own forward (Conv.forward, test_testing.py:"), site
+    assert site.endswith(": its own horizon 1"), site
 
 
 def test_declared_lookahead_passes():
