@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import grassaudit
+import make_audit_controls as controls  # reference/, on the path by conftest.py
 
 
 class Attention(torch.nn.Module):
@@ -78,3 +79,27 @@ def test_a_causal_model_has_no_sites():
     report = grassaudit.audit(Decoder("causal"), inputs="tokens:50", seq_len=12)
     assert report.causal
     assert report.leak_sites is None
+
+
+# Every leaky control of audits/controls.json whose generator planted a site, built live from
+# reference/make_audit_controls.py and audited through the package (the suite runs the same
+# models as TorchScript files): the sites named are the planted ones.
+PLANTED = [c for c in controls.CASES if c["leak_sites"] is not None]
+
+
+def build(case):
+    """The case's model: its own builder, or its twin's where both audit one file."""
+    make = case["build"] or next(c["build"] for c in controls.CASES if c["file"] == case["file"] and c["build"])
+    torch.manual_seed(case["seed"])
+    return make().eval()
+
+
+@pytest.mark.parametrize("case", PLANTED, ids=[c["name"] for c in PLANTED])
+def test_each_planted_control_names_its_site(case):
+    model = build(case)
+    contract = {"allow_lookahead": case["contract"]["lookahead"]} if "lookahead" in case["contract"] else {}
+    if "window" in case["contract"]:
+        contract["window"] = case["contract"]["window"]
+    report = grassaudit.audit(model, inputs=[case["input"]], seq_len=case["seq_len"], mode="both", **contract)
+    assert not report.causal
+    assert paths(report) == case["leak_sites"]
