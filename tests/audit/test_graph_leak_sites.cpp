@@ -56,6 +56,18 @@ int unit_named(const std::vector<ProbeUnit>& units, const std::string& path, con
   return -1;
 }
 
+// One forward of token ids x [3, 16] recorded unit by unit: a value per unit, the root's output
+// the target's own forward bit for bit (returned in `y`).
+std::vector<UnitValues> plain_run(AuditTarget& t, UnitProbe& probe, at::Tensor& x, at::Tensor& y) {
+  at::NoGradGuard no_grad;
+  x = at::randint(0, 64, {3, 16}, at::kLong);
+  y = t.forward(x);
+  auto plain = probe.run(x, {}, {});
+  EXPECT_EQ(plain.size(), probe.units().size());
+  EXPECT_TRUE(!plain.empty() && at::equal(plain[0].outputs.at(0), y));
+  return plain;
+}
+
 }  // namespace
 
 TEST(GraphLeakSites, ModuleStacksFramesAndScopesAreRead) {
@@ -109,11 +121,9 @@ TEST(GraphLeakSites, ExportUnitsAreModulesAndTheirNodes) {
   EXPECT_EQ(units[static_cast<size_t>(sdpa)].source, std::optional<std::string>("Sdpa.forward, make_export_fixtures.py:99"));
 
   at::NoGradGuard no_grad;
-  const at::Tensor x = at::randint(0, 64, {3, 16}, at::kLong);
-  const at::Tensor y = t.forward(x);
-  const auto plain = probe->run(x, {}, {});
+  at::Tensor x, y;
+  const auto plain = plain_run(t, *probe, x, y);
   ASSERT_EQ(plain.size(), units.size());
-  EXPECT_TRUE(at::equal(plain[0].outputs.at(0), y));
   const auto& a = plain[static_cast<size_t>(attn)];
   EXPECT_TRUE(a.called);
   ASSERT_EQ(a.outputs.size(), 1u);
@@ -209,11 +219,9 @@ TEST(TorchScriptLeakSites, UnitsAreTheCalledSubmodulesByPath) {
       << *units[static_cast<size_t>(mixer)].source;
 
   at::NoGradGuard no_grad;
-  const at::Tensor x = at::randint(0, 64, {3, 16}, at::kLong);
-  const at::Tensor y = t.forward(x);
-  const auto plain = probe->run(x, {}, {});
+  at::Tensor x, y;
+  const auto plain = plain_run(t, *probe, x, y);
   ASSERT_EQ(plain.size(), units.size());
-  EXPECT_TRUE(at::equal(plain[0].outputs.at(0), y));
   const auto& m = plain[static_cast<size_t>(mixer)];
   ASSERT_TRUE(m.called);
   ASSERT_FALSE(m.inputs.empty());
