@@ -10,6 +10,7 @@
 #include "runtime/runtime.h"
 
 namespace grassaudit {
+namespace {
 
 Spread spread_of(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
@@ -21,9 +22,11 @@ Spread spread_of(std::vector<double> ms) {
   return s;
 }
 
-nlohmann::json to_json(const Spread& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+nlohmann::json spread_json(const Spread& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 
 BenchHost this_host() { return {at::get_num_threads(), blas_in_use(), machine_description()}; }
+
+}  // namespace
 
 void set_throughput(Throughput& t, std::vector<double> ms, double tokens) {
   t.ms = spread_of(std::move(ms));
@@ -34,7 +37,7 @@ void set_throughput(Throughput& t, std::vector<double> ms, double tokens) {
 nlohmann::json throughput_json(const Throughput& t, const char* ms_key) {
   return {{"batch", t.batch},
           {"tokens_per_second", t.tokens_per_second},
-          {ms_key, to_json(t.ms)},
+          {ms_key, spread_json(t.ms)},
           {"threads", t.host.threads},
           {"blas", t.host.blas},
           {"blas_core", blas_core()},

@@ -16,17 +16,10 @@ struct Spread {
   double median = 0, min = 0, max = 0;
 };
 
-// The median of an even count is the mean of the middle two. `ms` must not be empty.
-Spread spread_of(std::vector<double> ms);
-nlohmann::json to_json(const Spread& s);  // {"median", "min", "max"}
-
 struct BenchHost {
   int threads = 0;
   std::string blas, machine;
 };
-
-// The intra-op thread count, the BLAS and the machine of this process, now.
-BenchHost this_host();
 
 // How fast a benchmarked thing ran, and where: the part of a record every benchmark shares.
 struct Throughput {
@@ -36,7 +29,8 @@ struct Throughput {
   BenchHost host;
 };
 
-// The spread of `ms` (the reps of one timed unit of `tokens` tokens) and this host, into `t`.
+// The spread of `ms` (the reps of one timed unit of `tokens` tokens; the median of an even count
+// the mean of the middle two) and this process's threads, BLAS and machine, into `t`.
 void set_throughput(Throughput& t, std::vector<double> ms, double tokens);
 
 // {"batch", "tokens_per_second", `ms_key`: the spread, and the host's "threads", "blas",
